@@ -1,0 +1,43 @@
+# The two set-up commands of README.md (`make run`, `make test`) and their helpers. Each target
+# installs what it needs into .venv/ itself, so a fresh machine needs nothing but Python 3.11.
+
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+MODEL := .assay/models/smollm2-135m-instruct/config.json
+
+export ASSAY_ROOT := $(CURDIR)
+
+.PHONY: run test stop install model docker clean
+
+$(STAMP): pyproject.toml engine/pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --disable-pip-version-check --upgrade pip==26.3
+	$(PY) -m pip install -q --disable-pip-version-check -e '.[engine,test]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+$(MODEL): | $(STAMP)
+	$(PY) scripts/fetch_model.py
+
+model: $(MODEL)
+
+# dockerd is started when it is not running (the hosts test bed needs it); without it the
+# docker tests skip, or fail where ASSAY_REQUIRE_DOCKER=1 (as .ci/run sets).
+docker:
+	@bash scripts/dockerd.sh || echo "make: docker is not available here; docker tests will skip (or fail under ASSAY_REQUIRE_DOCKER=1)"
+
+run: install
+	$(PY) -m flows.local_run start
+
+stop:
+	@if [ -x $(PY) ]; then $(PY) -m flows.local_run stop; else echo "nothing to stop"; fi
+
+test: install model docker
+	$(PY) -m pytest
+
+clean: stop
+	rm -rf .assay/work .assay/run

@@ -1,0 +1,168 @@
+"""The build recipe: wheel + sdist with pypa/build on a Host, in the hermetic environment.
+
+`python -m build --no-isolation` uses the build backend already installed next to the
+interpreter (no index is reachable by design), so the toolchain is whatever that interpreter
+has; its versions go into the record. Artifacts come back through host.get and are digested
+three times (on the host, by the transfer, locally); any disagreement is ArtifactMismatch.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import posixpath
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from builders.environment import BuildEnv, hermetic_env, umask_wrap
+from builders.errors import ArtifactMismatch, BuilderError, BuildFailed
+from builders.provenance import build_record
+from builders.snapshot import as_ref
+from hosts.base import Host
+from hosts.local import LocalHost
+from releases.canonical import file_sha256
+
+Progress = Callable[[str, str, str], None]  # (build label, stream, text)
+BUILD_TIMEOUT_S = 1800.0
+QUERY_TIMEOUT_S = 120.0
+TAIL = 4000
+
+_TOOLCHAIN_PY = """\
+import json, platform, importlib.metadata as m
+v = {}
+for d in ("build", "hatchling", "packaging", "pyproject_hooks"):
+    try: v[d] = m.version(d)
+    except m.PackageNotFoundError: v[d] = None
+print(json.dumps({"python": platform.python_version(),
+                  "implementation": platform.python_implementation(), "packages": v}))
+"""
+
+_LIST_PY = """\
+import hashlib, json, os, sys
+out = {}
+for n in sorted(os.listdir(sys.argv[1])):
+    p = os.path.join(sys.argv[1], n)
+    if os.path.isfile(p):
+        with open(p, "rb") as f: out[n] = hashlib.sha256(f.read()).hexdigest()
+print(json.dumps(out))
+"""
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    label: str
+    record: dict
+    artifacts: list[Path]
+    subjects: list[dict] = field(default_factory=list)
+    log: str = ""
+
+
+def build(host: Host, candidate: dict, source_dir_local: str | Path, label: str, workdir: str, *,
+          python: str | None = None, path: str | None = None, workroot: str | None = None,
+          local_dir: str | Path | None = None, timeout: float = BUILD_TIMEOUT_S,
+          progress: Progress | None = None) -> BuildResult:
+    """Build wheel + sdist of the exported source on HOST under WORKDIR (which must not exist).
+
+    PYTHON is the interpreter on the host (default on a LocalHost: this process's own).
+    Artifacts are fetched into LOCAL_DIR (default: WORKDIR/fetched, for a LocalHost).
+    """
+    local = isinstance(host, LocalHost)
+    if python is None and not local:
+        raise BuilderError(f"build {label!r} on host {host.name!r}: pass python= (the "
+                           "interpreter path on that host)")
+    python = python or sys.executable
+    if local_dir is None:
+        if not local:
+            raise BuilderError(f"build {label!r} on host {host.name!r}: pass local_dir=")
+        local_dir = posixpath.join(workdir, "fetched")
+    if host.exists(workdir):
+        raise BuildFailed(label, f"build directory {workdir} already exists; every build "
+                                 "starts in a fresh directory")
+    benv = hermetic_env(candidate["source_date_epoch"], workdir, label, workroot=workroot,
+                        path=path or (os.environ.get("PATH") if local else None))
+    for d in benv.dirs:
+        host.mkdir(d)
+    source_digest = host.put(source_dir_local, benv.src_dir)
+    toolchain = _query_json(host, benv, [python, "-c", _TOOLCHAIN_PY], label)
+
+    argv = [python, "-m", "build", "--no-isolation", "--wheel", "--sdist",
+            "--outdir", benv.out_dir, benv.src_dir]
+    sink = (lambda stream, text: progress(label, stream, text)) if progress else None
+    result = host.run(umask_wrap(argv), env=benv.env, replace_env=True, cwd=benv.build_dir,
+                      timeout=timeout, on_output=sink)
+    log = result.stdout + result.stderr
+    if result.exit_code != 0:
+        raise BuildFailed(label, f"python -m build exited {result.exit_code}", log[-TAIL:])
+
+    remote = _query_json(host, benv, [python, "-c", _LIST_PY, benv.out_dir], label)
+    _check_outputs(label, remote, log)
+    artifacts, subjects = _fetch(host, benv, remote, Path(local_dir))
+
+    environment = {**benv.record_environment, "toolchain": toolchain,
+                   "command": ["python", "-m", "build", "--no-isolation", "--wheel", "--sdist",
+                               "--outdir", "${BUILD_DIR}/out", "${BUILD_DIR}/src"]}
+    byproducts = [
+        {"name": f"build-{label}.log", "digest": {"sha256": hashlib.sha256(log.encode()).hexdigest()}},
+        {"name": "source-tree-manifest", "digest": {"sha256": source_digest}},
+    ]
+    record = build_record(candidate=candidate, ref=as_ref(candidate), label=label,
+                          host_name=host.name, environment=environment,
+                          varied=benv.record_varied, started=result.started_at,
+                          finished=result.ended_at, byproducts=byproducts)
+    return BuildResult(label=label, record=record, artifacts=artifacts, subjects=subjects, log=log)
+
+
+def build_twice(host_a: Host, host_b: Host, candidate: dict, source_dir: str | Path,
+                workroot: str, *, local_dir: str | Path | None = None,
+                python_a: str | None = None, python_b: str | None = None,
+                timeout: float = BUILD_TIMEOUT_S,
+                progress: Progress | None = None) -> tuple[BuildResult, BuildResult]:
+    """Build a and b one after the other in build directories of different path and depth."""
+    both_local = isinstance(host_a, LocalHost) and isinstance(host_b, LocalHost)
+    if local_dir is None and not both_local:
+        raise BuilderError("build_twice on remote hosts: pass local_dir= for fetched artifacts")
+    fetched = Path(local_dir) if local_dir is not None else Path(workroot) / "artifacts"
+    dirs = {"a": posixpath.join(workroot, "a"),
+            "b": posixpath.join(workroot, "bb", "build-b-longer-path")}
+    a = build(host_a, candidate, source_dir, "a", dirs["a"], python=python_a, workroot=workroot,
+              local_dir=fetched / "a", timeout=timeout, progress=progress)
+    b = build(host_b, candidate, source_dir, "b", dirs["b"], python=python_b, workroot=workroot,
+              local_dir=fetched / "b", timeout=timeout, progress=progress)
+    return a, b
+
+
+def _query_json(host: Host, benv: BuildEnv, argv: list[str], label: str) -> dict:
+    res = host.run(argv, env=benv.env, replace_env=True, cwd=benv.build_dir,
+                   timeout=QUERY_TIMEOUT_S)
+    if res.exit_code != 0:
+        raise BuildFailed(label, f"{argv[0]} -c <query> exited {res.exit_code}", res.stderr[-TAIL:])
+    try:
+        return json.loads(res.stdout)
+    except json.JSONDecodeError as exc:
+        raise BuildFailed(label, f"query printed no JSON: {res.stdout[-200:]!r}") from exc
+
+
+def _check_outputs(label: str, remote: dict, log: str) -> None:
+    wheels = [n for n in remote if n.endswith(".whl")]
+    sdists = [n for n in remote if n.endswith(".tar.gz")]
+    others = sorted(set(remote) - set(wheels) - set(sdists))
+    if len(wheels) != 1 or len(sdists) != 1 or others:
+        raise BuildFailed(label, f"expected one wheel and one sdist, got {sorted(remote)}", log[-TAIL:])
+
+
+def _fetch(host: Host, benv: BuildEnv, remote: dict, local_dir: Path) -> tuple[list[Path], list[dict]]:
+    local_dir.mkdir(parents=True, exist_ok=True)
+    artifacts, subjects = [], []
+    for name in sorted(remote):
+        target = local_dir / name
+        moved = host.get(posixpath.join(benv.out_dir, name), target)
+        if moved != remote[name]:
+            raise ArtifactMismatch(name, f"transfer from {host.name}", remote[name], moved)
+        here = file_sha256(target)
+        if here != remote[name]:
+            raise ArtifactMismatch(name, "local copy", remote[name], here)
+        artifacts.append(target)
+        subjects.append({"name": name, "digest": {"sha256": here}})
+    return artifacts, subjects

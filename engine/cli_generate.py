@@ -1,0 +1,65 @@
+"""`python -m engine generate`: one prompt through the engine, text or JSON out.
+
+On the CPU every dtype runs through the torch path; bf16 KV there is allowed (slow, exact to
+the bf16 rounding of K and V)."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from engine.errors import EngineError
+from engine.sampling import SamplingParams
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--model", required=True, help="model directory (config.json, *.safetensors, tokenizer.json)")
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--prompt", help="prompt text")
+    src.add_argument("--prompt-ids", help="comma-separated token ids, e.g. 1,2,3")
+    p.add_argument("--max-new-tokens", type=int, required=True)
+    p.add_argument("--kv-dtype", choices=["auto", "bf16", "int8", "float32"], default="auto")
+    p.add_argument("--dtype", choices=["auto", "float32", "bfloat16"], default="auto")
+    p.add_argument("--spec", choices=["none", "ngram"], default="none")
+    p.add_argument("--draft-tokens", type=int, default=7)
+    p.add_argument("--temperature", type=float, default=0.0)
+    p.add_argument("--top-p", type=float, default=1.0)
+    p.add_argument("--seed", type=int, default=None)
+    p.add_argument("--device", default="auto")
+    p.add_argument("--ignore-eos", action="store_true", help="always generate --max-new-tokens tokens")
+    p.add_argument("--json", action="store_true", help="print token ids, text and stats as JSON")
+
+
+def parse_ids(text: str) -> list[int]:
+    try:
+        return [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise ValueError(f"--prompt-ids must be comma-separated integers, got {text!r}") from None
+
+
+def main(args: argparse.Namespace) -> int:
+    from engine.llm import LLM
+    try:
+        params = SamplingParams(max_new_tokens=args.max_new_tokens, temperature=args.temperature,
+                                top_p=args.top_p, seed=args.seed, ignore_eos=args.ignore_eos)
+        llm = LLM(args.model, dtype=args.dtype, kv_dtype=args.kv_dtype, device=args.device,
+                  spec=args.spec, draft_tokens=args.draft_tokens, max_concurrency=1)
+        ids = parse_ids(args.prompt_ids) if args.prompt_ids is not None else llm.tokenizer.encode(args.prompt)
+        try:
+            res = llm.generate(ids, params)
+        finally:
+            llm.stop()
+    except (EngineError, ValueError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    text = llm.tokenizer.decode(res.token_ids)
+    if args.json:
+        s = res.stats
+        out = {"token_ids": res.token_ids, "text": text, "finish_reason": res.finish_reason,
+               "stats": {"prompt_tokens": res.prompt_tokens, "generated_tokens": len(res.token_ids),
+                         "prefill_tok_s": s["prefill_tok_s"], "decode_tok_s": s["decode_tok_s"],
+                         "spec": s["spec"]}}
+        print(json.dumps(out, sort_keys=True))
+    else:
+        print(text)
+    return 0

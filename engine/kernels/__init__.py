@@ -1,0 +1,22 @@
+"""Paged-KV attention kernels (Triton) with plain PyTorch references; see ops for the API."""
+
+from engine.kernels.errors import KernelBackendUnavailable, KernelInputError
+from engine.kernels.ops import (
+    backend,
+    kernel_build_id,
+    paged_decode_attention,
+    paged_prefill_attention,
+    write_kv,
+)
+from engine.kernels.reference import quantize_int8
+
+__all__ = [
+    "KernelBackendUnavailable",
+    "KernelInputError",
+    "backend",
+    "kernel_build_id",
+    "paged_decode_attention",
+    "paged_prefill_attention",
+    "quantize_int8",
+    "write_kv",
+]

@@ -1,0 +1,152 @@
+"""Decode-attention bandwidth against a device-to-device copy, measured side by side in one run.
+
+    python -m engine.kernels.bench_kernels [--sweep] [--json PATH]
+
+8B-class shape: 32 q heads, 8 kv heads, head_dim 128, block 16; bf16 and int8 KV; contexts
+1K and 32K; batch 1 and 8. Bytes counted are the fewest the op must move: every cached
+K and V element (and int8 scale) of every sequence read once, q read and out written once.
+Each timing is the median of CUDA-graph replays that rotate over enough input sets (disjoint
+random blocks of one pool) to keep the 60 MB L2 from serving repeats. Needs CUDA.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+
+import torch
+import triton
+import triton.testing
+
+from engine.kernels.reference import paged_decode_attention_ref
+from engine.kernels.triton_decode import DEFAULT_CONFIGS, DecodeConfig, paged_decode_attention_triton
+
+HQ, HKV, D, PAGE = 32, 8, 128, 16
+ROTATE_BYTES = 512 * 2**20
+
+
+def copy_bandwidth(nbytes: int = 2 * 2**30) -> float:
+    """GB/s of a device-to-device copy, counting bytes read plus bytes written."""
+    src = torch.randn(nbytes // 2, dtype=torch.bfloat16, device="cuda")
+    dst = torch.empty_like(src)
+    ms = triton.testing.do_bench(lambda: dst.copy_(src), warmup=50, rep=300, return_mode="median")
+    return 2 * nbytes / (ms * 1e-3) / 1e9
+
+
+def make_case(batch: int, ctx: int, int8: bool, gen: torch.Generator):
+    """Input sets sharing one pool of blocks, each set on its own random blocks."""
+    nblk = ctx // PAGE
+    per_token = HKV * D * 2 * (1 if int8 else 2) + (HKV * 4 * 2 if int8 else 0)
+    call_bytes = batch * ctx * per_token + 2 * batch * HQ * D * 2
+    sets = max(1, min(64, math.ceil(ROTATE_BYTES / call_bytes)))
+    num_blocks = sets * batch * nblk
+    shape = (num_blocks, PAGE, HKV, D)
+    if int8:
+        kc = torch.randint(-127, 128, shape, dtype=torch.int8, device="cuda")
+        vc = torch.randint(-127, 128, shape, dtype=torch.int8, device="cuda")
+        ks = torch.rand(shape[:3], device="cuda") / 64
+        vs = torch.rand(shape[:3], device="cuda") / 64
+    else:
+        kc = torch.randn(shape, dtype=torch.bfloat16, device="cuda")
+        vc = torch.randn(shape, dtype=torch.bfloat16, device="cuda")
+        ks = vs = None
+    perm = torch.randperm(num_blocks, generator=gen).int().cuda().view(sets, batch, nblk)
+    lens = torch.full((batch,), ctx, dtype=torch.int32, device="cuda")
+    out = []
+    for i in range(sets):
+        q = torch.randn(batch, HQ, D, dtype=torch.bfloat16, device="cuda")
+        out.append((q, kc, vc, ks, vs, perm[i].contiguous(), lens, 1 / math.sqrt(D)))
+    return out, call_bytes
+
+
+def time_graph(arg_sets, cfg: DecodeConfig) -> float:
+    """Median ms per decode call, from graph replays over the rotating input sets."""
+    def run_all():
+        for a in arg_sets:
+            paged_decode_attention_triton(*a, config=cfg)
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        run_all()
+    torch.cuda.current_stream().wait_stream(s)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        run_all()
+    ms = triton.testing.do_bench(g.replay, warmup=25, rep=200, return_mode="median")
+    del g
+    return ms / len(arg_sets)
+
+
+def rel_err(arg_sets, cfg) -> float:
+    a = arg_sets[0]
+    got = paged_decode_attention_triton(*a, config=cfg).double()
+    ref = paged_decode_attention_ref(*a).double()
+    return float((got - ref).norm() / ref.norm())
+
+
+SWEEP = [DecodeConfig(bn, w, st, sp) for sp in (256,) for bn in (32, 64, 128)
+         for w in (4, 8) for st in (2, 3)] + [DecodeConfig(64, 4, 2, 128), DecodeConfig(128, 8, 3, 512)]
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sweep", action="store_true", help="time launch configs on 32K batch 1 first")
+    ap.add_argument("--json", help="write every figure to this file")
+    args = ap.parse_args(argv)
+    if not torch.cuda.is_available():
+        print("bench_kernels needs CUDA", file=sys.stderr)
+        return 2
+    gen = torch.Generator().manual_seed(0)
+    props = torch.cuda.get_device_properties(0)
+    copy_gbs = copy_bandwidth()
+    report = {"gpu": props.name, "torch": torch.__version__, "triton": triton.__version__,
+              "copy_GBps": copy_gbs, "sweep": [], "cases": []}
+    print(f"{props.name}  torch {torch.__version__}  triton {triton.__version__}")
+    print(f"device-to-device copy: {copy_gbs:.0f} GB/s (read + write)")
+    configs = dict(DEFAULT_CONFIGS)
+    if args.sweep:
+        for int8 in (False, True):
+            sets, nbytes = make_case(1, 32768, int8, gen)
+            best = None
+            for cfg in SWEEP:
+                ms = time_graph(sets, cfg)
+                gbs = nbytes / (ms * 1e-3) / 1e9
+                report["sweep"].append({"int8": int8, **cfg.__dict__, "us": ms * 1e3, "GBps": gbs})
+                print(f"sweep {'int8' if int8 else 'bf16'} {cfg}: {ms * 1e3:8.1f} us {gbs:7.0f} GB/s")
+                if best is None or ms < best[0]:
+                    best = (ms, cfg)
+            configs[int8] = best[1]
+            del sets
+            torch.cuda.empty_cache()
+    rows = []
+    for int8 in (False, True):
+        for ctx in (1024, 32768):
+            for batch in (1, 8):
+                sets, nbytes = make_case(batch, ctx, int8, gen)
+                cfg = configs[int8]
+                ms = time_graph(sets, cfg)
+                err = rel_err(sets, cfg)
+                gbs = nbytes / (ms * 1e-3) / 1e9
+                row = {"kv": "int8" if int8 else "bf16", "ctx": ctx, "batch": batch, "us": ms * 1e3,
+                       "MB": nbytes / 1e6, "GBps": gbs, "of_copy": gbs / copy_gbs, "rel_err": err,
+                       "config": cfg.__dict__, "input_sets": len(sets)}
+                rows.append(row)
+                del sets
+                torch.cuda.empty_cache()
+    report["cases"] = rows
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(report, f, indent=1)
+    print(f"\n{'kv':5} {'ctx':>6} {'batch':>5} {'MB':>8} {'us':>8} {'GB/s':>7} {'of copy':>8} {'rel err':>9}  config")
+    for r in rows:
+        c = r["config"]
+        print(f"{r['kv']:5} {r['ctx']:6d} {r['batch']:5d} {r['MB']:8.1f} {r['us']:8.1f} {r['GBps']:7.0f} "
+              f"{r['of_copy']:8.2f} {r['rel_err']:9.1e}  n{c['block_n']} w{c['num_warps']} "
+              f"s{c['num_stages']} split{c['split_tokens']}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

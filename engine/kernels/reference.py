@@ -1,0 +1,108 @@
+"""Plain PyTorch references for the paged-KV kernels; also the CPU and prefill implementation.
+
+Cache layout (allocated by the KV pool):
+  k_cache, v_cache  [num_blocks, block_size, num_kv_heads, head_dim], compute dtype or int8
+  k_scale, v_scale  [num_blocks, block_size, num_kv_heads] float32 when int8, else None
+  block_tables      [batch, max_blocks_per_seq] int32, -1 padding
+  seq_lens          [batch] int32, tokens in cache including the current one
+  slot_mapping      [num_tokens] int64, block_id * block_size + offset, -1 = skip
+Query head h reads kv head h // (num_q_heads // num_kv_heads).
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from engine.kernels import checks
+
+INT8_MAX = 127.0
+
+
+def quantize_int8(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Symmetric int8 over the last dim: returns (q int8, scale float32 = absmax / 127).
+
+    Rounds half away from zero; the Triton write kernel does exactly the same float32 steps,
+    so both produce identical bytes.
+    """
+    xf = x.float()
+    scale = xf.abs().amax(dim=-1) / INT8_MAX
+    safe = torch.where(scale > 0, scale, torch.ones_like(scale))
+    y = xf / safe.unsqueeze(-1)
+    q = torch.sign(y) * torch.floor(y.abs() + 0.5)
+    return q.clamp_(-INT8_MAX, INT8_MAX).to(torch.int8), scale
+
+
+def write_kv_ref(k, v, k_cache, v_cache, k_scale, v_scale, slot_mapping) -> None:
+    """Store k, v [num_tokens, num_kv_heads, head_dim] at slot_mapping (in place)."""
+    is_int8 = checks.check_write_kv(k, v, k_cache, v_cache, k_scale, v_scale, slot_mapping)
+    keep = slot_mapping >= 0
+    slots = slot_mapping[keep]
+    bs = k_cache.shape[1]
+    blk, off = slots // bs, slots % bs
+    k, v = k[keep], v[keep]
+    if is_int8:
+        kq, ks = quantize_int8(k)
+        vq, vs = quantize_int8(v)
+        k_cache[blk, off], v_cache[blk, off] = kq, vq
+        k_scale[blk, off], v_scale[blk, off] = ks, vs
+    else:
+        k_cache[blk, off], v_cache[blk, off] = k, v
+
+
+def _gather(cache: torch.Tensor, scale: torch.Tensor | None, blocks: torch.Tensor) -> torch.Tensor:
+    """Gather whole blocks into float32 [..., n_blocks * block_size, num_kv_heads, head_dim]."""
+    x = cache[blocks].float()
+    if scale is not None:
+        x = x * scale[blocks].unsqueeze(-1)
+    return x.flatten(-4, -3)
+
+
+def paged_decode_attention_ref(q, k_cache, v_cache, k_scale, v_scale, block_tables, seq_lens,
+                               sm_scale: float) -> torch.Tensor:
+    """One query token per sequence over its cached KV: q [batch, Hq, D] -> out [batch, Hq, D].
+
+    Float32 math, cast to q.dtype; a sequence with seq_len 0 gets zeros.
+    """
+    checks.check_decode(q, k_cache, v_cache, k_scale, v_scale, block_tables, seq_lens)
+    batch, hq, d = q.shape
+    bs, hkv = k_cache.shape[1], k_cache.shape[2]
+    if batch == 0:
+        return torch.empty_like(q)
+    max_len = int(seq_lens.max())
+    nblk = max(1, -(-max_len // bs))
+    blocks = block_tables[:, :nblk].long().clamp(min=0)
+    k = _gather(k_cache, k_scale, blocks)                    # [B, T, Hkv, D]
+    v = _gather(v_cache, v_scale, blocks)
+    g = hq // hkv
+    qf = q.float().view(batch, hkv, g, d)
+    scores = torch.einsum("bhgd,bthd->bhgt", qf, k) * sm_scale
+    valid = torch.arange(k.shape[1], device=q.device)[None, :] < seq_lens[:, None].long()
+    scores = scores.masked_fill(~valid[:, None, None, :], float("-inf"))
+    p = torch.softmax(scores, dim=-1).nan_to_num_(0.0)        # seq_len 0: all -inf rows
+    out = torch.einsum("bhgt,bthd->bhgd", p, v)
+    return out.reshape(batch, hq, d).to(q.dtype)
+
+
+def paged_prefill_attention_ref(q, k_cache, v_cache, k_scale, v_scale, block_table,
+                                start_pos: int, sm_scale: float) -> torch.Tensor:
+    """Causal attention of a chunk q [chunk, Hq, D] at positions start_pos.. over one sequence.
+
+    The chunk's own KV must already be in the cache. Blocks are gathered once, and GQA is a
+    reshape (the q heads of one kv head stacked along the query axis) so KV is not repeated.
+    """
+    checks.check_prefill(q, k_cache, v_cache, k_scale, v_scale, block_table, start_pos)
+    chunk, hq, d = q.shape
+    bs, hkv = k_cache.shape[1], k_cache.shape[2]
+    if chunk == 0:
+        return torch.empty_like(q)
+    total = start_pos + chunk
+    blocks = block_table[: -(-total // bs)].long()
+    k = _gather(k_cache, k_scale, blocks)[:total].transpose(0, 1)   # [Hkv, total, D]
+    v = _gather(v_cache, v_scale, blocks)[:total].transpose(0, 1)
+    g = hq // hkv
+    qf = q.float().view(chunk, hkv, g, d).permute(1, 2, 0, 3).reshape(hkv, g * chunk, d)
+    pos = start_pos + torch.arange(chunk, device=q.device).repeat(g)        # row r -> r % chunk
+    mask = torch.arange(total, device=q.device)[None, :] <= pos[:, None]
+    out = F.scaled_dot_product_attention(qf, k, v, attn_mask=mask, scale=sm_scale)
+    return out.view(hkv, g, chunk, d).permute(2, 0, 1, 3).reshape(chunk, hq, d).to(q.dtype)

@@ -1,0 +1,202 @@
+"""Paged decode attention in Triton, flash-decoding style.
+
+Stage 1 splits every sequence's KV into chunks of SPLIT_TOKENS (a constant, so a sequence's
+result never depends on what else is in the batch) and computes, per (sequence, kv head,
+split), the partial output of all q heads sharing that kv head plus their log-sum-exp: each
+KV block is read once per kv head. Stage 2 merges a sequence's splits in order by log-sum-exp.
+The grid is sized from block_tables' width rather than the longest sequence, so no host
+synchronisation is needed and the launch is CUDA-graph friendly; splits past a sequence's
+end exit at once.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import torch
+import triton
+import triton.language as tl
+
+from engine.kernels import checks
+
+SPLIT_TOKENS = 256
+LOG2E = 1.4426950408889634
+
+
+def _interpreting() -> bool:
+    # Triton's CPU interpreter multiplies bf16/fp16 dot operands as raw bits (triton 3.6),
+    # so interpreted runs take the float32 dot; compiled runs keep bf16 on the tensor cores.
+    return os.environ.get("TRITON_INTERPRET", "0").strip().lower() in ("1", "true", "on", "yes")
+
+
+@dataclass(frozen=True)
+class DecodeConfig:
+    """Launch parameters; chosen per cache dtype, never per batch (see bench_kernels.py)."""
+    block_n: int = 64
+    num_warps: int = 4
+    num_stages: int = 2
+    split_tokens: int = SPLIT_TOKENS
+
+    def __post_init__(self) -> None:
+        if self.split_tokens % self.block_n:
+            raise ValueError(f"split_tokens {self.split_tokens} is not a multiple of block_n {self.block_n}")
+
+
+DEFAULT_CONFIGS = {False: DecodeConfig(), True: DecodeConfig()}   # keyed by "cache is int8"
+
+
+@triton.jit
+def _decode_split_kernel(
+        q_ptr, kc_ptr, vc_ptr, ks_ptr, vs_ptr, bt_ptr, sl_ptr, po_ptr, plse_ptr,
+        stride_qb, stride_qh, stride_btb, stride_pb, stride_ph, stride_ps, stride_lb, stride_lh,
+        qk_scale, num_kv_heads,
+        G: tl.constexpr, G_PAD: tl.constexpr, HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr,
+        PAGE: tl.constexpr, BLOCK_N: tl.constexpr, SPLIT: tl.constexpr,
+        IS_INT8: tl.constexpr, DOT_F32: tl.constexpr):
+    b = tl.program_id(0)
+    kvh = tl.program_id(1)
+    s = tl.program_id(2)
+    seq_len = tl.load(sl_ptr + b)
+    start = s * SPLIT
+    if start >= seq_len:
+        return
+    end = tl.minimum(start + SPLIT, seq_len)
+
+    g = tl.arange(0, G_PAD)
+    d = tl.arange(0, BLOCK_D)
+    heads = kvh * G + g
+    gmask = g < G
+    if HEAD_DIM == BLOCK_D:
+        qmask = gmask[:, None]
+    else:
+        qmask = gmask[:, None] & (d[None, :] < HEAD_DIM)
+    q = tl.load(q_ptr + b * stride_qb + heads[:, None] * stride_qh + d[None, :], mask=qmask, other=0.0)
+    if DOT_F32:
+        q = q.to(tl.float32)
+
+    m_i = tl.full([G_PAD], float("-inf"), tl.float32)
+    l_i = tl.zeros([G_PAD], tl.float32)
+    acc = tl.zeros([G_PAD, BLOCK_D], tl.float32)
+    offs_n = tl.arange(0, BLOCK_N)
+    bt_row = bt_ptr + b * stride_btb
+    # A constant trip count (masked past `end`) lets the compiler pipeline the loads.
+    for n0 in range(0, SPLIT, BLOCK_N):
+        t = start + n0 + offs_n
+        tmask = t < end
+        blk = tl.load(bt_row + t // PAGE, mask=tmask, other=0).to(tl.int64)
+        row = blk * PAGE + t % PAGE                       # slot of each token
+        head_row = row * num_kv_heads + kvh
+        if HEAD_DIM == BLOCK_D:
+            kvmask = tmask[:, None]
+        else:
+            kvmask = tmask[:, None] & (d[None, :] < HEAD_DIM)
+        kv_off = head_row[:, None] * HEAD_DIM + d[None, :]
+        k = tl.load(kc_ptr + kv_off, mask=kvmask, other=0)
+        qk = tl.dot(q, tl.trans(k.to(q.dtype)), input_precision="ieee" if DOT_F32 else "tf32")
+        if IS_INT8:
+            k_s = tl.load(ks_ptr + head_row, mask=tmask, other=0.0)
+            qk = qk * k_s[None, :]
+        qk = tl.where(tmask[None, :], qk * qk_scale, float("-inf"))
+        m_new = tl.maximum(m_i, tl.max(qk, axis=1))
+        alpha = tl.math.exp2(m_i - m_new)
+        p = tl.math.exp2(qk - m_new[:, None])
+        l_i = l_i * alpha + tl.sum(p, axis=1)
+        v = tl.load(vc_ptr + kv_off, mask=kvmask, other=0)
+        if IS_INT8:
+            v_s = tl.load(vs_ptr + head_row, mask=tmask, other=0.0)
+            p = p * v_s[None, :]
+        acc = acc * alpha[:, None] + tl.dot(p.to(q.dtype), v.to(q.dtype),
+                                            input_precision="ieee" if DOT_F32 else "tf32")
+        m_i = m_new
+
+    out = acc / l_i[:, None]
+    po = po_ptr + b * stride_pb + heads[:, None] * stride_ph + s * stride_ps + d[None, :]
+    tl.store(po, out, mask=qmask)
+    tl.store(plse_ptr + b * stride_lb + heads * stride_lh + s, m_i + tl.math.log2(l_i), mask=gmask)
+
+
+@triton.jit
+def _decode_merge_kernel(po_ptr, plse_ptr, sl_ptr, out_ptr,
+                         stride_pb, stride_ph, stride_ps, stride_lb, stride_lh, stride_ob, stride_oh,
+                         HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr, SPLIT: tl.constexpr):
+    b = tl.program_id(0)
+    h = tl.program_id(1)
+    d = tl.arange(0, BLOCK_D)
+    dmask = d < HEAD_DIM
+    seq_len = tl.load(sl_ptr + b)
+    num_splits = tl.cdiv(seq_len, SPLIT)
+    dst = out_ptr + b * stride_ob + h * stride_oh + d
+    if num_splits <= 0:
+        tl.store(dst, tl.zeros([BLOCK_D], tl.float32).to(out_ptr.dtype.element_ty), mask=dmask)
+        return
+    base = b * stride_pb + h * stride_ph
+    lse_row = plse_ptr + b * stride_lb + h * stride_lh
+    # Splits merge strictly in order, so the sum never depends on the batch's shape.
+    m = tl.load(lse_row)
+    acc = tl.load(po_ptr + base + d, mask=dmask, other=0.0)
+    w_sum = m * 0.0 + 1.0
+    # A while loop: Triton's interpreter cannot take a loaded value as a range() bound
+    # under numpy 2.x.
+    s = 1
+    while s < num_splits:
+        lse = tl.load(lse_row + s)
+        o = tl.load(po_ptr + base + s * stride_ps + d, mask=dmask, other=0.0)
+        m_new = tl.maximum(m, lse)
+        a = tl.math.exp2(m - m_new)
+        w = tl.math.exp2(lse - m_new)
+        acc = acc * a + o * w
+        w_sum = w_sum * a + w
+        m = m_new
+        s += 1
+    tl.store(dst, (acc / w_sum).to(out_ptr.dtype.element_ty), mask=dmask)
+
+
+def paged_decode_attention_triton(q, k_cache, v_cache, k_scale, v_scale, block_tables, seq_lens,
+                                  sm_scale: float, config: DecodeConfig | None = None,
+                                  out: torch.Tensor | None = None) -> torch.Tensor:
+    """Same contract as reference.paged_decode_attention_ref, on the Triton kernels.
+
+    ``out`` (optional, shaped and typed like q) receives the result; tests pass a poisoned one.
+    """
+    is_int8 = checks.check_decode(q, k_cache, v_cache, k_scale, v_scale, block_tables, seq_lens)
+    cfg = config or DEFAULT_CONFIGS[is_int8]
+    batch, hq, d = q.shape
+    _, page, hkv, _ = k_cache.shape
+    if out is None:
+        out = torch.empty_like(q)
+    else:
+        checks.expect("paged_decode_attention", "out", out, shape=tuple(q.shape), dtypes=(q.dtype,),
+                      device=q.device)
+        if out.stride(2) != 1:
+            raise checks.KernelInputError("paged_decode_attention", "out", "the head_dim axis must be contiguous")
+    if batch == 0 or hq == 0:
+        return out
+    if q.stride(2) != 1:
+        raise checks.KernelInputError("paged_decode_attention", "q", "the head_dim axis must be contiguous")
+    if block_tables.stride(1) != 1:
+        raise checks.KernelInputError("paged_decode_attention", "block_tables", "rows must be contiguous")
+    g = hq // hkv
+    block_d = max(16, triton.next_power_of_2(d))
+    max_splits = max(1, triton.cdiv(block_tables.shape[1] * page, cfg.split_tokens))
+    partial = torch.empty((batch, hq, max_splits, d), dtype=torch.float32, device=q.device)
+    lse = torch.empty((batch, hq, max_splits), dtype=torch.float32, device=q.device)
+    sp_b, sp_h, sp_s = partial.stride(0), partial.stride(1), partial.stride(2)
+    ks = k_scale if is_int8 else k_cache   # unused placeholders keep one signature
+    vs = v_scale if is_int8 else v_cache
+    _decode_split_kernel[(batch, hkv, max_splits)](
+        q, k_cache, v_cache, ks, vs, block_tables, seq_lens, partial, lse,
+        q.stride(0), q.stride(1), block_tables.stride(0), sp_b, sp_h, sp_s,
+        lse.stride(0), lse.stride(1), float(sm_scale) * LOG2E, hkv,
+        G=g, G_PAD=max(16, triton.next_power_of_2(g)), HEAD_DIM=d, BLOCK_D=block_d,
+        PAGE=page, BLOCK_N=cfg.block_n, SPLIT=cfg.split_tokens, IS_INT8=is_int8,
+        DOT_F32=q.dtype == torch.float32 or _interpreting(),
+        num_warps=cfg.num_warps, num_stages=cfg.num_stages)
+    _decode_merge_kernel[(batch, hq)](
+        partial, lse, seq_lens, out, sp_b, sp_h, sp_s, lse.stride(0), lse.stride(1),
+        out.stride(0), out.stride(1),
+        HEAD_DIM=d, BLOCK_D=triton.next_power_of_2(d), SPLIT=cfg.split_tokens, num_warps=1)
+    return out
+
+
+__all__ = ["SPLIT_TOKENS", "DecodeConfig", "DEFAULT_CONFIGS", "paged_decode_attention_triton"]

@@ -1,0 +1,73 @@
+"""Triton KV write: store new tokens' k, v into the paged cache, quantising when it is int8.
+
+One program per token writes all kv heads of both k and v. The int8 path repeats
+reference.quantize_int8's float32 steps (IEEE-rounded divisions, half away from zero), so
+kernel and reference produce the same bytes.
+"""
+
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+from engine.kernels import checks
+
+
+@triton.jit
+def _quantize(x):
+    amax = tl.max(tl.abs(x), axis=1)
+    scale = tl.math.div_rn(amax, tl.full(amax.shape, 127.0, tl.float32))
+    safe = tl.where(scale > 0, scale, 1.0)
+    y = tl.math.div_rn(x, tl.broadcast_to(safe[:, None], x.shape))
+    q = tl.where(y >= 0, tl.floor(y + 0.5), -tl.floor(0.5 - y))
+    q = tl.minimum(tl.maximum(q, -127.0), 127.0)
+    return q.to(tl.int8), scale
+
+
+@triton.jit
+def _write_kv_kernel(k_ptr, v_ptr, kc_ptr, vc_ptr, ks_ptr, vs_ptr, slot_ptr,
+                     stride_kt, stride_kh, stride_vt, stride_vh,
+                     num_kv_heads, head_dim,
+                     IS_INT8: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_D: tl.constexpr):
+    t = tl.program_id(0)
+    slot = tl.load(slot_ptr + t)
+    if slot < 0:
+        return
+    h = tl.arange(0, BLOCK_H)
+    d = tl.arange(0, BLOCK_D)
+    mask = (h[:, None] < num_kv_heads) & (d[None, :] < head_dim)
+    k = tl.load(k_ptr + t * stride_kt + h[:, None] * stride_kh + d[None, :], mask=mask, other=0.0)
+    v = tl.load(v_ptr + t * stride_vt + h[:, None] * stride_vh + d[None, :], mask=mask, other=0.0)
+    # The cache is contiguous: a slot is num_kv_heads * head_dim elements wide.
+    dst = slot * num_kv_heads * head_dim + h[:, None] * head_dim + d[None, :]
+    if IS_INT8:
+        kq, ks = _quantize(k.to(tl.float32))
+        vq, vs = _quantize(v.to(tl.float32))
+        tl.store(kc_ptr + dst, kq, mask=mask)
+        tl.store(vc_ptr + dst, vq, mask=mask)
+        hmask = h < num_kv_heads
+        tl.store(ks_ptr + slot * num_kv_heads + h, ks, mask=hmask)
+        tl.store(vs_ptr + slot * num_kv_heads + h, vs, mask=hmask)
+    else:
+        tl.store(kc_ptr + dst, k.to(kc_ptr.dtype.element_ty), mask=mask)
+        tl.store(vc_ptr + dst, v.to(vc_ptr.dtype.element_ty), mask=mask)
+
+
+def write_kv_triton(k, v, k_cache, v_cache, k_scale, v_scale, slot_mapping) -> None:
+    """Same contract as reference.write_kv_ref, on the Triton kernel."""
+    is_int8 = checks.check_write_kv(k, v, k_cache, v_cache, k_scale, v_scale, slot_mapping)
+    num_tokens, hkv, d = k.shape
+    if num_tokens == 0:
+        return
+    for name, x in (("k", k), ("v", v)):
+        if x.stride(2) != 1:
+            raise checks.KernelInputError("write_kv", name, "the head_dim axis must be contiguous")
+    ks = k_scale if is_int8 else k_cache   # unused placeholders keep one signature
+    vs = v_scale if is_int8 else v_cache
+    block_h, block_d = triton.next_power_of_2(hkv), triton.next_power_of_2(d)
+    _write_kv_kernel[(num_tokens,)](
+        k, v, k_cache, v_cache, ks, vs, slot_mapping,
+        k.stride(0), k.stride(1), v.stride(0), v.stride(1), hkv, d,
+        IS_INT8=is_int8, BLOCK_H=block_h, BLOCK_D=block_d,
+        num_warps=4 if block_h * block_d >= 1024 else 1)

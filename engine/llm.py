@@ -1,0 +1,161 @@
+"""LLM: the in-process engine API (model + pool + scheduler) driven by a background thread."""
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import torch
+
+from engine.block_manager import BlockManager
+from engine.errors import EngineError
+from engine.kv_pool import KVPool, blocks_for
+from engine.model_runner import ModelRunner
+from engine.paged_attention import select_ops
+from engine.request import RequestHandle
+from engine.sampling import SamplingParams
+from engine.scheduler import Scheduler
+from engine.sequence import GenerationResult, Sequence
+from engine.session_store import SessionState, SessionStore
+from engine.spec_ngram import MAX_DRAFT
+from engine.tokenizer import Tokenizer
+from engine.weights import load_model
+from engine.dtypes import resolve_device, resolve_dtype, resolve_kv_dtype
+
+
+class LLM(SessionStore):
+    def __init__(self, model_dir, *, dtype="auto", kv_dtype="auto", device="auto", kv_budget_bytes=None,
+                 kv_capacity_tokens=None, block_size=16, prefill_chunk=256, max_concurrency=8,
+                 max_pending=64, pending_timeout_s=30.0, spec="none", draft_tokens=7,
+                 max_model_len=None, cuda_graphs=True, attention="auto", _model=None):
+        if spec not in ("none", "ngram"):
+            raise ValueError(f"spec must be 'none' or 'ngram', got {spec!r}")
+        if not 1 <= int(draft_tokens) <= MAX_DRAFT:
+            raise ValueError(f"draft_tokens must be 1..{MAX_DRAFT}, got {draft_tokens!r}")
+        for name, val in (("block_size", block_size), ("prefill_chunk", prefill_chunk),
+                          ("max_concurrency", max_concurrency), ("max_pending", max_pending)):
+            if not isinstance(val, int) or val < 1:
+                raise ValueError(f"{name} must be a positive int, got {val!r}")
+        self.device = resolve_device(device)
+        if _model is not None:                       # (cfg, Transformer) built by the caller: bench
+            self.config, self.model = _model
+            self.tokenizer = None
+        else:
+            from engine.config import ModelConfig
+            cfg = ModelConfig.from_dir(model_dir)
+            self.dtype = resolve_dtype(dtype, cfg.torch_dtype)
+            max_model_len = int(max_model_len or cfg.max_position_embeddings)
+            self.config, self.model = load_model(model_dir, self.dtype, self.device, max_model_len)
+            self.tokenizer = Tokenizer(model_dir, self.config.eos_token_ids)
+        self.dtype = self.model.embed.weight.dtype
+        self.max_model_len = int(max_model_len or self.model.max_positions)
+        self.kv_dtype = resolve_kv_dtype(kv_dtype, self.dtype)
+        if kv_budget_bytes is None and kv_capacity_tokens is None:
+            kv_capacity_tokens = self._default_capacity(max_concurrency, block_size)
+        num_blocks = blocks_for(self.config, block_size, self.kv_dtype, kv_budget_bytes, kv_capacity_tokens)
+        self.pool = KVPool(self.config, num_blocks, block_size, self.kv_dtype, self.device)
+        self.blocks = BlockManager(num_blocks, block_size)
+        self.ops = select_ops(attention)
+        max_blocks = -(-self.max_model_len // block_size)
+        self.runner = ModelRunner(self.model, self.pool, self.ops, max_blocks,
+                                  cuda_graphs=cuda_graphs and self.device.type == "cuda",
+                                  graph_batch_sizes=[b for b in (1, 2, 4, 8, 16, 32) if b <= max(max_concurrency, 1)]
+                                  or (1,))
+        eos = set(self.config.eos_token_ids) | (self.tokenizer.eos_token_ids if self.tokenizer else set())
+        self.scheduler = Scheduler(self.runner, self.blocks, max_concurrency=max_concurrency,
+                                   max_pending=max_pending, pending_timeout_s=float(pending_timeout_s),
+                                   prefill_chunk=prefill_chunk, spec=spec, draft_tokens=int(draft_tokens),
+                                   eos_token_ids=eos, max_model_len=self.max_model_len)
+        self.spec, self.draft_tokens = spec, int(draft_tokens)
+        self._cond = threading.Condition()
+        self._thread: threading.Thread | None = None
+        self._running = False
+        self._fatal: BaseException | None = None
+
+    def _default_capacity(self, max_concurrency: int, block_size: int) -> int:
+        tokens = max_concurrency * self.max_model_len
+        if self.device.type == "cuda":
+            free, _ = torch.cuda.mem_get_info(self.device)
+            per_token = self.config.kv_bytes_per_token(torch.empty((), dtype=self.kv_dtype).element_size(),
+                                                       4 if self.kv_dtype == torch.int8 else 0)
+            tokens = min(tokens, int(free * 0.5) // per_token)
+        return max(tokens, block_size)
+
+    # lifecycle --------------------------------------------------------------------------------
+    def start(self) -> "LLM":
+        with self._cond:
+            if self._thread is None:
+                self._running = True
+                self._thread = threading.Thread(target=self._loop, name="engine-scheduler", daemon=True)
+                self._thread.start()
+        return self
+
+    def stop(self, timeout: float = 10.0) -> None:
+        with self._cond:
+            self._running = False
+            self._cond.notify_all()
+        t, self._thread = self._thread, None
+        if t is not None:
+            t.join(timeout)
+            if t.is_alive():
+                raise EngineError(f"scheduler thread did not stop within {timeout}s")
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()
+
+    def _loop(self) -> None:
+        while True:
+            with self._cond:
+                while self._running and not self.scheduler.has_work():
+                    self._cond.wait(0.05)
+                if not self._running:
+                    break
+                try:
+                    self.scheduler.step()
+                except BaseException as e:   # fail every request rather than hang its caller
+                    self._fatal = e
+                    for seq in list(self.scheduler.active) + list(self.scheduler.pending):
+                        seq.finish(None, e)
+                    self.scheduler.active.clear()
+                    self.scheduler.pending.clear()
+                    self.blocks.__init__(self.blocks.num_blocks, self.blocks.block_size)
+        with self._cond:   # nothing may wait forever on a stopped engine
+            for seq in list(self.scheduler.active) + list(self.scheduler.pending):
+                seq.finish("cancelled")
+            self.scheduler.active.clear()
+            self.scheduler.pending.clear()
+
+    # requests ---------------------------------------------------------------------------------
+    def submit(self, prompt_ids, params: SamplingParams | None = None, session: str | None = None) -> RequestHandle:
+        params = params or SamplingParams()
+        ids = [int(t) for t in prompt_ids]
+        if not ids:
+            raise ValueError("prompt_ids is empty: a request needs at least one prompt token")
+        bad = [t for t in ids if not 0 <= t < self.config.vocab_size]
+        if bad:
+            raise ValueError(f"prompt_ids hold ids outside the vocabulary [0, {self.config.vocab_size}): {bad[:5]}")
+        seq = Sequence(ids, params, session, self.draft_tokens)
+        self.start()
+        with self._cond:
+            self.scheduler.add(seq)
+            self._cond.notify_all()
+        return RequestHandle(seq, self._wake)
+
+    def _wake(self) -> None:
+        with self._cond:
+            self._cond.notify_all()
+
+    def generate(self, prompt_ids, params: SamplingParams | None = None, session: str | None = None,
+                 timeout: float | None = None) -> GenerationResult:
+        return self.submit(prompt_ids, params, session).result(timeout)
+
+    def status(self) -> dict:
+        with self._cond:
+            s = self.scheduler.status()
+        s.update(kv_dtype=str(self.kv_dtype).replace("torch.", ""), dtype=str(self.dtype).replace("torch.", ""),
+                 device=str(self.device), block_size=self.pool.block_size, spec_mode=self.spec,
+                 attention=getattr(self.ops, "__name__", type(self.ops).__name__),
+                 cuda_graphs=self.runner.graphs is not None)
+        return s

@@ -1,0 +1,116 @@
+"""Llama / Qwen3 decoder over a paged KV cache: GQA, RoPE, RMSNorm, SwiGLU, optional q/k norms.
+
+Tokens are flattened: a forward pass takes input_ids [N] and positions [N] plus an AttnMeta
+that says whether they are one sequence's prefill chunk or one token of each of B sequences.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from engine.config import ModelConfig
+from engine.rope import apply_rope, cos_sin_table
+
+
+@dataclass
+class AttnMeta:
+    slot_mapping: torch.Tensor              # [N] int64 flat KV slots written by this pass
+    decode: bool
+    block_tables: torch.Tensor | None = None  # decode: [B, M] int32, -1 padded
+    seq_lens: torch.Tensor | None = None      # decode: [B] int32, including the current token
+    block_table: torch.Tensor | None = None   # prefill: [M] int32 of the one sequence
+    start_pos: int = 0                        # prefill: position of the first token
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, dim: int, eps: float):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(dim), requires_grad=False)
+        self.eps = eps
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        # Normalise in float32 and scale after casting back, exactly as transformers does.
+        xf = x.float()
+        xf = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + self.eps)
+        return self.weight * xf.to(x.dtype)
+
+
+class Attention(nn.Module):
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        self.h, self.kvh, self.d = cfg.num_heads, cfg.num_kv_heads, cfg.head_dim
+        self.qkv = nn.Linear(cfg.hidden_size, (self.h + 2 * self.kvh) * self.d, bias=cfg.attention_bias)
+        self.o = nn.Linear(self.h * self.d, cfg.hidden_size, bias=False)
+        self.q_norm = RMSNorm(self.d, cfg.rms_norm_eps) if cfg.qk_norm else None
+        self.k_norm = RMSNorm(self.d, cfg.rms_norm_eps) if cfg.qk_norm else None
+        self.sm_scale = self.d ** -0.5
+
+    def forward(self, x, cos, sin, meta: AttnMeta, ops, cache):
+        n = x.shape[0]
+        q, k, v = self.qkv(x).split([self.h * self.d, self.kvh * self.d, self.kvh * self.d], dim=-1)
+        q, k, v = q.view(n, self.h, self.d), k.view(n, self.kvh, self.d), v.view(n, self.kvh, self.d)
+        if self.q_norm is not None:
+            q, k = self.q_norm(q), self.k_norm(k)
+        q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
+        kc, vc, ks, vs = cache
+        ops.write_kv(k, v.contiguous(), kc, vc, ks, vs, meta.slot_mapping)
+        if meta.decode:
+            o = ops.paged_decode_attention(q, kc, vc, ks, vs, meta.block_tables, meta.seq_lens, self.sm_scale)
+        else:
+            o = ops.paged_prefill_attention(q, kc, vc, ks, vs, meta.block_table, meta.start_pos, self.sm_scale)
+        return self.o(o.reshape(n, self.h * self.d))
+
+
+class MLP(nn.Module):
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        self.inter = cfg.intermediate_size
+        self.gate_up = nn.Linear(cfg.hidden_size, 2 * self.inter, bias=False)
+        self.down = nn.Linear(self.inter, cfg.hidden_size, bias=False)
+
+    def forward(self, x):
+        gate, up = self.gate_up(x).split(self.inter, dim=-1)
+        return self.down(F.silu(gate) * up)
+
+
+class Block(nn.Module):
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        self.attn_norm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
+        self.attn = Attention(cfg)
+        self.mlp_norm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
+        self.mlp = MLP(cfg)
+
+    def forward(self, x, cos, sin, meta, ops, cache):
+        x = x + self.attn(self.attn_norm(x), cos, sin, meta, ops, cache)
+        return x + self.mlp(self.mlp_norm(x))
+
+
+class Transformer(nn.Module):
+    def __init__(self, cfg: ModelConfig, max_positions: int | None = None):
+        super().__init__()
+        self.cfg = cfg
+        self.embed = nn.Embedding(cfg.vocab_size, cfg.hidden_size)
+        self.layers = nn.ModuleList(Block(cfg) for _ in range(cfg.num_layers))
+        self.norm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
+        self.lm_head = nn.Linear(cfg.hidden_size, cfg.vocab_size, bias=False)
+        self.max_positions = max_positions or cfg.max_position_embeddings
+        self.rope_cos: torch.Tensor | None = None
+        self.rope_sin: torch.Tensor | None = None
+
+    def setup_rope(self, device) -> None:
+        self.rope_cos, self.rope_sin = cos_sin_table(self.cfg, self.max_positions, device)
+
+    @torch.inference_mode()
+    def forward(self, input_ids, positions, meta: AttnMeta, ops, caches, logit_rows=None):
+        """Logits (float32) for every token, or only for rows logit_rows when given."""
+        cos, sin = self.rope_cos[positions], self.rope_sin[positions]
+        x = self.embed(input_ids)
+        for layer, cache in zip(self.layers, caches):
+            x = layer(x, cos, sin, meta, ops, cache)
+        if logit_rows is not None:
+            x = x[logit_rows]
+        return self.lm_head(self.norm(x)).float()

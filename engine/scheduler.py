@@ -1,0 +1,190 @@
+"""Continuous batching: a bounded pending queue, admission against the KV pool, one prefill
+chunk per step interleaved with a decode step for every decoding sequence (or n-gram
+speculation for greedy ones). Not thread-safe: the LLM calls it under its lock."""
+from __future__ import annotations
+
+import time
+from collections import deque
+
+import torch
+
+from engine import spec_ngram
+from engine.block_manager import BlockManager
+from engine.errors import AdmissionError, PendingTimeout, QueueFull
+from engine.model_runner import ModelRunner
+from engine.sampling import sample_row, sample_rows
+from engine.sequence import Sequence, Status
+
+
+def common_prefix(a: list[int], b: list[int]) -> int:
+    n = 0
+    for x, y in zip(a, b):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+class Scheduler:
+    def __init__(self, runner: ModelRunner, blocks: BlockManager, *, max_concurrency: int, max_pending: int,
+                 pending_timeout_s: float, prefill_chunk: int, spec: str, draft_tokens: int,
+                 eos_token_ids: set[int], max_model_len: int):
+        self.runner, self.blocks = runner, blocks
+        self.max_concurrency, self.max_pending = max_concurrency, max_pending
+        self.pending_timeout_s, self.prefill_chunk = pending_timeout_s, prefill_chunk
+        self.spec, self.k = spec, draft_tokens
+        self.eos = set(eos_token_ids)
+        self.max_model_len = max_model_len
+        self.pending: deque[Sequence] = deque()
+        self.active: list[Sequence] = []
+        self.spec_counters = spec_ngram.SpecCounters(max(draft_tokens, 1))
+
+    # queueing ---------------------------------------------------------------------------------
+    def add(self, seq: Sequence) -> None:
+        tokens = seq.reserved_tokens
+        limit = min(self.blocks.num_blocks, self.runner.max_blocks)
+        if self.blocks.blocks_needed(tokens) > limit:
+            raise AdmissionError(self.blocks.blocks_needed(tokens), limit, self.blocks.block_size, tokens)
+        if len(self.pending) >= self.max_pending:
+            raise QueueFull(self.max_pending)
+        self.pending.append(seq)
+
+    def has_work(self) -> bool:
+        return bool(self.pending or self.active)
+
+    def _expire(self) -> None:
+        now = time.monotonic()
+        for seq in list(self.pending):
+            waited = now - seq.t_submit
+            if seq.cancel_requested.is_set():
+                self.pending.remove(seq)
+                seq.finish("cancelled")
+            elif waited > self.pending_timeout_s:
+                self.pending.remove(seq)
+                seq.finish(None, PendingTimeout(waited, self.pending_timeout_s))
+        for seq in list(self.active):
+            if seq.cancel_requested.is_set():
+                self._release(seq, "cancelled")
+
+    def _reserve(self, seq: Sequence) -> bool:
+        """Give seq its blocks (reusing its session's cached prefix); False if not possible now."""
+        need = self.blocks.blocks_needed(seq.reserved_tokens)
+        entry = self.blocks.take_session(seq.session) if seq.session else None
+        kept, reuse = [], 0
+        if entry is not None:
+            reuse = min(common_prefix(entry.token_ids, seq.tokens), seq.prompt_len - 1)
+            keep_n = self.blocks.blocks_needed(reuse)
+            kept = entry.blocks[:keep_n]
+            self.blocks.free(entry.blocks[keep_n:])
+            entry.token_ids = entry.token_ids[:min(len(entry.token_ids), keep_n * self.blocks.block_size)]
+        fresh = self.blocks.allocate(need - len(kept))
+        if fresh is None:
+            if entry is not None and kept:
+                self.blocks.put_session(seq.session, entry.token_ids, kept)
+            return False
+        seq.blocks = kept + fresh
+        seq.kv_len = seq.cached_tokens = reuse
+        return True
+
+    def _admit(self) -> None:
+        while self.pending and len(self.active) < self.max_concurrency:
+            seq = self.pending[0]
+            if not self._reserve(seq):
+                break
+            self.pending.popleft()
+            seq.status, seq.t_admit = Status.PREFILL, time.monotonic()
+            self.active.append(seq)
+
+    # finishing ------------------------------------------------------------------------------------
+    def _release(self, seq: Sequence, reason: str) -> None:
+        if seq.session:
+            keep = self.blocks.blocks_needed(seq.kv_len)
+            self.blocks.put_session(seq.session, seq.tokens[:seq.kv_len], seq.blocks[:keep])
+            self.blocks.free(seq.blocks[keep:])
+        else:
+            self.blocks.free(seq.blocks)
+        seq.blocks = []
+        self.active.remove(seq)
+        self.spec_counters.merge(_counters(seq))
+        seq.finish(reason)
+
+    def _emit(self, seq: Sequence, token: int) -> bool:
+        """Append one token; finish the sequence if it stops here. True when it finished."""
+        seq.emit(token)
+        stops = set(seq.params.stop_token_ids or ())
+        if not seq.params.ignore_eos:
+            stops |= self.eos
+        if token in stops:
+            self._release(seq, "stop")
+        elif seq.num_generated >= seq.params.max_new_tokens:
+            self._release(seq, "length")
+        else:
+            return False
+        return True
+
+    # one step ---------------------------------------------------------------------------------------
+    def step(self) -> None:
+        self._expire()
+        self._admit()
+        self._prefill_chunk()
+        self._decode()
+
+    def _prefill_chunk(self) -> None:
+        seq = next((s for s in self.active if s.status is Status.PREFILL), None)
+        if seq is None:
+            return
+        n = min(self.prefill_chunk, len(seq.tokens) - seq.kv_len)
+        logits = self.runner.run_window(seq, seq.tokens[seq.kv_len:seq.kv_len + n], all_logits=False)
+        seq.kv_len += n
+        if seq.kv_len == len(seq.tokens):
+            seq.t_prefill_done = time.monotonic()
+            seq.status = Status.DECODE
+            self._emit(seq, sample_row(logits, seq.params, seq.generator))
+
+    def _draft(self, seq: Sequence) -> list[int]:
+        if self.spec != "ngram" or not seq.params.greedy:
+            return []
+        room = min(seq.params.max_new_tokens - seq.num_generated - 1, self.k)
+        return spec_ngram.propose(seq.tokens, room) if room >= 1 else []
+
+    def _decode(self) -> None:
+        batch = []
+        for seq in [s for s in self.active if s.status is Status.DECODE]:
+            draft = self._draft(seq)
+            if draft:
+                self._verify(seq, draft)
+            else:
+                batch.append(seq)
+        if not batch:
+            return
+        logits = self.runner.decode(batch)
+        tokens = sample_rows(logits, [s.params for s in batch], [s.generator for s in batch])
+        for seq, tok in zip(batch, tokens):
+            seq.kv_len += 1
+            self._emit(seq, tok)
+
+    def _verify(self, seq: Sequence, draft: list[int]) -> None:
+        """One forward pass over [last token] + draft; keep the longest agreeing prefix."""
+        logits = self.runner.run_window(seq, [seq.tokens[-1]] + draft, all_logits=True)
+        target = torch.argmax(logits, dim=-1).tolist()
+        a = spec_ngram.accept_greedy(draft, target)
+        for i in range(len(draft)):
+            seq.spec_attempted[i] += 1
+            seq.spec_accepted[i] += i < a
+        # KV of the fed token and the accepted drafts stays; later slots are simply overwritten.
+        seq.kv_len += a + 1
+        for tok in draft[:a] + [target[a]]:
+            if self._emit(seq, tok):
+                break
+
+    def status(self) -> dict:
+        return {"active": len(self.active), "pending": len(self.pending),
+                "blocks_total": self.blocks.num_blocks, "blocks_used": self.blocks.used_blocks,
+                "blocks_session": self.blocks.session_blocks(), "sessions": len(self.blocks.sessions()),
+                "spec": self.spec_counters.as_dict()}
+
+
+def _counters(seq: Sequence) -> spec_ngram.SpecCounters:
+    c = spec_ngram.SpecCounters(len(seq.spec_attempted))
+    c.attempted, c.accepted = list(seq.spec_attempted), list(seq.spec_accepted)
+    return c

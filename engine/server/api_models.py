@@ -1,0 +1,82 @@
+"""Request bodies, validated strictly: an unknown key is an error that names it."""
+from __future__ import annotations
+
+from typing import Annotated, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field
+
+_Temp = Annotated[float, Field(ge=0.0, le=2.0, allow_inf_nan=False)]
+_TopP = Annotated[float, Field(gt=0.0, le=1.0, allow_inf_nan=False)]
+_Tokens = Annotated[int, Field(ge=1, le=1_000_000)]
+_Key = Annotated[str, Field(min_length=1, max_length=256)]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=False)
+
+
+class TextPart(_Strict):
+    type: Literal["text"]
+    text: str
+
+
+class ChatMessage(_Strict):
+    role: Literal["system", "developer", "user", "assistant"]
+    content: Union[str, list[TextPart]]
+    name: str | None = None
+
+
+class StreamOptions(_Strict):
+    include_usage: bool = False
+
+
+class ChatCompletionRequest(_Strict):
+    model: str
+    messages: Annotated[list[ChatMessage], Field(min_length=1)]
+    max_tokens: _Tokens | None = None
+    max_completion_tokens: _Tokens | None = None
+    temperature: _Temp | None = None
+    top_p: _TopP | None = None
+    seed: int | None = None
+    n: Literal[1] | None = None
+    stream: bool = False
+    stream_options: StreamOptions | None = None
+    user: str | None = None
+    prompt_cache_key: _Key | None = None
+
+
+class InputTextPart(_Strict):
+    type: Literal["input_text", "output_text"]
+    text: str
+
+
+class InputMessage(_Strict):
+    type: Literal["message"] | None = None
+    role: Literal["system", "developer", "user", "assistant"]
+    content: Union[str, list[InputTextPart]]
+
+
+class ResponsesRequest(_Strict):
+    model: str
+    input: Union[str, Annotated[list[InputMessage], Field(min_length=1)]]
+    instructions: str | None = None
+    previous_response_id: Annotated[str, Field(min_length=1, max_length=128)] | None = None
+    store: bool = True
+    max_output_tokens: _Tokens | None = None
+    temperature: _Temp | None = None
+    top_p: _TopP | None = None
+    stream: bool = False
+    prompt_cache_key: _Key | None = None
+    metadata: dict[str, Annotated[str, Field(max_length=512)]] | None = None
+    user: str | None = None
+
+
+class CheckpointRequest(_Strict):
+    session: _Key
+
+
+def content_text(content: str | list) -> str:
+    """The text of a message's content, whichever form it came in."""
+    if isinstance(content, str):
+        return content
+    return "".join(part.text for part in content)

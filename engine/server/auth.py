@@ -1,0 +1,48 @@
+"""Bearer API keys read from a key file (one key per line; blank lines and # comments skipped)."""
+from __future__ import annotations
+
+import hmac
+from pathlib import Path
+
+
+class KeyFileError(ValueError):
+    pass
+
+
+def read_keys(path: str | Path | None) -> list[str]:
+    if path is None:
+        return []
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as e:
+        raise KeyFileError(f"{path}: cannot read API key file: {e.strerror}") from None
+    keys = [ln.strip() for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
+    if not keys:
+        raise KeyFileError(f"{path}: API key file holds no key")
+    return keys
+
+
+class Authenticator:
+    """Checks an Authorization header against the configured keys in constant time."""
+
+    def __init__(self, keys: list[str]):
+        self.keys = [k.encode("utf-8") for k in keys]
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.keys)
+
+    @property
+    def primary_key(self) -> str | None:
+        return self.keys[0].decode("utf-8") if self.keys else None
+
+    def check(self, authorization: str | None) -> bool:
+        if not self.keys:
+            return True
+        if not authorization or not authorization.startswith("Bearer "):
+            return False
+        given = authorization[len("Bearer "):].strip().encode("utf-8")
+        ok = False
+        for k in self.keys:
+            ok |= hmac.compare_digest(given, k)
+        return ok

@@ -1,0 +1,79 @@
+"""Reading a JSON body into a strict model; every failure becomes a typed API error."""
+from __future__ import annotations
+
+import json
+from typing import TypeVar
+
+from pydantic import BaseModel, ValidationError
+from starlette.requests import Request
+
+from engine.sampling import SamplingParams
+from engine.server.errors import APIError
+from engine.server.state import ServerState
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def _param(loc: tuple) -> str:
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+async def parse_body(request: Request, model: type[M], max_bytes: int) -> M:
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > max_bytes:
+        raise APIError("request_too_large", f"request body of {declared} bytes exceeds the "
+                       f"limit of {max_bytes} bytes")
+    body = b""
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > max_bytes:
+            raise APIError("request_too_large", f"request body exceeds the limit of "
+                           f"{max_bytes} bytes")
+    try:
+        data = json.loads(body)
+    except (ValueError, UnicodeDecodeError) as e:
+        raise APIError("invalid_request", f"request body is not valid JSON: {e}") from None
+    if not isinstance(data, dict):
+        raise APIError("invalid_request", "request body must be a JSON object")
+    try:
+        return model.model_validate(data)
+    except ValidationError as e:
+        errs = e.errors()
+        # An unknown key is the most useful thing to name, whatever else is wrong.
+        err = next((x for x in errs if x["type"] == "extra_forbidden"), errs[0])
+        loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and
+                                                  ("[" in p or p in ("str", "list"))))
+        param = _param(loc) or None
+        if err["type"] == "extra_forbidden":
+            raise APIError("unknown_parameter", f"Unrecognized request argument supplied: "
+                           f"{param}", param) from None
+        raise APIError("invalid_request", f"Invalid value for '{param}': {err['msg']}",
+                       param) from None
+
+
+def check_model(state: ServerState, name: str) -> None:
+    if name != state.model_name:
+        raise APIError("model_not_found", f"The model '{name}' does not exist; this server "
+                       f"serves '{state.model_name}'", "model")
+
+
+def sampling_params(state: ServerState, prompt_len: int, max_tokens: int | None,
+                    temperature: float | None, top_p: float | None, seed: int | None,
+                    max_param: str) -> SamplingParams:
+    """Bound the output by the context: an explicit request past it is an error."""
+    ctx = state.profile["max_context"]
+    room = ctx - prompt_len
+    if room < 1:
+        raise APIError("context_length_exceeded", f"the prompt has {prompt_len} tokens; this "
+                       f"model's maximum context length is {ctx} tokens", "messages")
+    if max_tokens is not None and prompt_len + max_tokens > ctx:
+        raise APIError("context_length_exceeded", f"{prompt_len} prompt tokens + {max_tokens} "
+                       f"requested output tokens exceed the maximum context length of {ctx} "
+                       f"tokens", max_param)
+    return SamplingParams(max_new_tokens=max_tokens or room,
+                          temperature=1.0 if temperature is None else temperature,
+                          top_p=1.0 if top_p is None else top_p, seed=seed,
+                          stop_token_ids=list(state.stop_token_ids))

@@ -1,0 +1,56 @@
+"""The human approval gate: a typed Prefect RunInput, the pause that waits for it, and the resume
+that `assay approve` sends."""
+
+from __future__ import annotations
+
+from typing import Literal
+from uuid import UUID
+
+from prefect.flow_runs import pause_flow_run, resume_flow_run
+from prefect.input import RunInput
+from pydantic import Field
+
+
+class Approval(RunInput):
+    """What a person decides on the paused run, in the UI form or through `assay approve`."""
+
+    decision: Literal["approve", "reject"] = Field(description="approve publishes; reject ends the run Failed")
+    approver: str = Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9._@-]+$",
+                          description="who decides; must be listed in assay.toml [release].approvers")
+    reason: str = Field(min_length=1, max_length=2000, description="why, for the release record")
+    acknowledged_waivers: list[str] = Field(default_factory=list,
+                                            description="ids of every waiver bound to this candidate")
+
+
+class ApprovalNotPossible(Exception):
+    """The run cannot take an approval now (not paused, unknown id)."""
+
+
+def wait_for_approval(summary_markdown: str, timeout_s: int, poll_s: int) -> Approval:
+    """Pause the current flow run until an Approval arrives; FlowPauseTimeout after timeout_s."""
+    form = Approval.with_initial_data(description=summary_markdown)
+    return pause_flow_run(wait_for_input=form, timeout=timeout_s, poll_interval=poll_s, key="approval")
+
+
+def send_approval(flow_run_id: str, approval: dict) -> None:
+    """Resume a paused run with the approval input, as the UI form does."""
+    from prefect.client.orchestration import get_client
+    from pydantic import ValidationError
+
+    try:
+        Approval(**approval)  # the flow validates again; this only fails early and locally
+    except ValidationError as exc:
+        raise ApprovalNotPossible(f"invalid approval: {exc.errors()[0]['loc']}: {exc.errors()[0]['msg']}") from None
+    try:
+        run_id = UUID(flow_run_id)
+    except ValueError:
+        raise ApprovalNotPossible(f"{flow_run_id!r} is not a flow run id") from None
+    try:
+        with get_client(sync_client=True) as client:
+            run = client.read_flow_run(run_id)
+    except Exception as exc:  # the API's not-found and connection errors alike: say which run
+        raise ApprovalNotPossible(f"cannot read flow run {flow_run_id}: {exc}") from None
+    state = run.state.type.value if run.state else "UNKNOWN"
+    if state != "PAUSED":
+        raise ApprovalNotPossible(f"flow run {flow_run_id} is {state}, not PAUSED: nothing awaits an approval")
+    resume_flow_run(run_id, run_input=approval)

@@ -1,0 +1,145 @@
+"""assay.toml: the one configuration file, validated against config.schema.json at load."""
+
+from __future__ import annotations
+
+import json
+import os
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+
+_HERE = Path(__file__).parent
+DEFAULTS = _HERE / "defaults.toml"
+SCHEMA = _HERE / "config.schema.json"
+
+
+class ConfigError(Exception):
+    """A configuration file is unreadable or does not match the schema."""
+
+    def __init__(self, file: str, key_path: str, message: str):
+        self.file, self.key_path, self.message = file, key_path, message
+        super().__init__(f"{file}: {key_path or '<root>'}: {message}")
+
+
+def project_root() -> Path:
+    """The repository root: ASSAY_ROOT, else the folder holding this project's pyproject.toml."""
+    env = os.environ.get("ASSAY_ROOT")
+    if env:
+        return Path(env).resolve()
+    return _HERE.parent.resolve()
+
+
+@dataclass(frozen=True)
+class Lane:
+    name: str
+    kind: str
+    host: str
+    model: str | None = None
+
+
+@dataclass(frozen=True)
+class Config:
+    file: str
+    root: Path
+    raw: dict[str, Any]
+
+    @property
+    def release_name(self) -> str:
+        return self.raw["release"]["name"]
+
+    @property
+    def source(self) -> Path:
+        return self._path(self.raw["release"]["source"])
+
+    @property
+    def subdir(self) -> str:
+        return self.raw["release"]["subdir"]
+
+    @property
+    def approvers(self) -> list[str]:
+        return list(self.raw["release"]["approvers"])
+
+    @property
+    def approval_timeout_s(self) -> int:
+        return int(self.raw["release"].get("approval_timeout_s", 3600))
+
+    @property
+    def approval_poll_s(self) -> int:
+        return int(self.raw["release"].get("approval_poll_s", 5))
+
+    @property
+    def state_dir(self) -> Path:
+        return self._path(self.raw.get("paths", {}).get("state", ".assay"))
+
+    @property
+    def keys_dir(self) -> Path:
+        return self.state_dir / "keys"
+
+    @property
+    def work_dir(self) -> Path:
+        return self.state_dir / "work"
+
+    @property
+    def inventory(self) -> Path | None:
+        inv = self.raw.get("inventory")
+        return self._path(inv) if inv else None
+
+    @property
+    def store(self) -> dict[str, Any]:
+        store = dict(self.raw["store"])
+        if store["kind"] == "filesystem":
+            store["path"] = str(self._path(store["path"]))
+        return store
+
+    @property
+    def build_hosts(self) -> list[str]:
+        return list(self.raw["build"]["hosts"])
+
+    @property
+    def build_timeout_s(self) -> int:
+        return int(self.raw["build"].get("timeout_s", 1200))
+
+    @property
+    def lanes(self) -> list[Lane]:
+        return [Lane(**lane) for lane in self.raw["lanes"]]
+
+    def lane(self, name: str) -> Lane:
+        for lane in self.lanes:
+            if lane.name == name:
+                return lane
+        raise ConfigError(self.file, "lanes", f"no lane named {name!r}; known: {[l.name for l in self.lanes]}")
+
+    def _path(self, value: str) -> Path:
+        path = Path(value)
+        return path if path.is_absolute() else (self.root / path).resolve()
+
+
+def _pointer(error: jsonschema.ValidationError) -> str:
+    return "/" + "/".join(str(p) for p in error.absolute_path) if error.absolute_path else ""
+
+
+def validate_config(raw: dict[str, Any], file: str) -> None:
+    schema = json.loads(SCHEMA.read_text())
+    validator = jsonschema.Draft202012Validator(schema)
+    errors = sorted(validator.iter_errors(raw), key=lambda e: list(e.absolute_path))
+    if errors:
+        first = errors[0]
+        raise ConfigError(file, _pointer(first), f"{first.message} (expected by schema rule {first.validator!r})")
+
+
+def load_config(path: str | os.PathLike[str] | None = None, root: Path | None = None) -> Config:
+    """Load assay.toml (or the embedded defaults when path is None) and validate it."""
+    file = Path(path) if path else DEFAULTS
+    label = str(path) if path else "embedded defaults (flows/defaults.toml)"
+    try:
+        raw = tomllib.loads(file.read_text())
+    except FileNotFoundError:
+        raise ConfigError(label, "", "file not found") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(label, "", f"not valid TOML: {exc}") from None
+    validate_config(raw, label)
+    base = root or (project_root() if path is None else file.resolve().parent)
+    return Config(file=label, root=base, raw=raw)

@@ -1,0 +1,121 @@
+"""`make run` and `make stop`: the main job on the embedded defaults, end to end, the way a person
+would drive it — server, deployments, worker, `prefect deployment run`, `assay approve`, verify."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from rich.console import Console
+
+from flows.config import load_config, project_root
+from flows.runs import wait_for_state
+from flows.services import free_port, port_is_free, prefect_env, running, start_server, start_worker, stop_all
+
+POOL = "assay-local"
+DEPLOYMENT = "release-candidate/local"
+OPERATOR = "local-operator"
+console = Console()
+
+
+def _prefect(args: list[str], env: dict[str, str], cwd: Path, timeout: float = 300) -> str:
+    proc = subprocess.run([sys.executable, "-m", "prefect", *args], env=env, cwd=cwd, capture_output=True,
+                          text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+    if proc.returncode != 0:
+        raise SystemExit(f"prefect {' '.join(args)} failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+    return proc.stdout
+
+
+def _ensure_services(state: Path, root: Path) -> tuple[str, dict[str, str]]:
+    run_dir, home, logs = state / "run", state / "prefect", state / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    server = running(run_dir, "prefect-server")
+    if server:
+        api_url = server.url
+        console.print(f"Prefect server already running at {api_url}")
+    else:
+        port = int(os.environ.get("ASSAY_PREFECT_PORT", "4200"))
+        if not port_is_free(port):
+            port = free_port()
+        console.print(f"Starting the Prefect server on 127.0.0.1:{port} (SQLite under {home.relative_to(root)}/) ...")
+        server, _ = start_server(home, run_dir, port, logs / "prefect-server.log")
+        api_url = server.url
+    env = prefect_env(home, api_url)
+    env["ASSAY_ROOT"] = str(root)
+    pools = _prefect(["work-pool", "ls"], env, root)
+    if POOL not in pools:
+        _prefect(["work-pool", "create", POOL, "--type", "process"], env, root)
+    console.print("Registering the deployments of prefect.yaml ...")
+    _prefect(["--no-prompt", "deploy", "--all"], env, root)
+    if not running(run_dir, "prefect-worker"):
+        start_worker(home, run_dir, api_url, POOL, root, logs / "prefect-worker.log")
+        console.print(f"Started a process worker on pool {POOL}")
+    return api_url, env
+
+
+def start() -> int:
+    root = project_root()
+    cfg = load_config()
+    api_url, env = _ensure_services(cfg.state_dir, root)
+    os.environ.update({"PREFECT_API_URL": api_url, "PREFECT_HOME": env["PREFECT_HOME"]})
+    out = _prefect(["deployment", "run", DEPLOYMENT], env, root)
+    match = re.search(r"UUID:\s*([0-9a-f-]{36})", out)
+    if not match:
+        raise SystemExit(f"could not read the flow run id from `prefect deployment run`:\n{out}")
+    run_id = match.group(1)
+    ui = api_url.removesuffix("/api") + f"/runs/flow-run/{run_id}"
+    console.print(f"Triggered {DEPLOYMENT}: flow run {run_id}\n  UI: {ui}")
+    show = lambda state, message: console.print(f"  state: {state}" + (f" ({message})" if message else ""))
+    state = wait_for_state(run_id, {"PAUSED"}, timeout_s=3600, on_change=show)
+    if state != "PAUSED":
+        console.print(f"[red]the run ended {state} before the approval gate; see {ui}[/red]")
+        return 1
+    console.print(f"The run waits for approval. Approving as {OPERATOR}, as a person would:")
+    approve = [str(Path(sys.executable).with_name("assay")), "approve", run_id, "--as", OPERATOR,
+               "--reason", "make run: the embedded defaults, approved by the local operator"]
+    console.print("  $ assay approve " + " ".join(approve[2:]))
+    subprocess.run(approve, env={**os.environ, **env}, check=True, timeout=120)
+    state = wait_for_state(run_id, set(), timeout_s=3600, on_change=show)
+    console.print(f"\nFlow run {run_id}: {state}\n  UI: {ui}")
+    if state != "COMPLETED":
+        return 1
+    return _report_published(cfg, run_id)
+
+
+def _report_published(cfg, run_id: str) -> int:
+    from flows.results import published_of_run
+
+    version, path = published_of_run(cfg, run_id)
+    console.print(f"  published release {version}: {path}")
+    verify = [str(Path(sys.executable).with_name("assay")), "verify", "--require-ready", str(path)]
+    console.print("  $ assay verify --require-ready " + str(path))
+    result = subprocess.run(verify, timeout=300)
+    console.print(f"\nThe Prefect server stays up for you at {cfg and _ui_root()}; `make stop` ends it.")
+    return result.returncode
+
+
+def _ui_root() -> str:
+    server = running(load_config().state_dir / "run", "prefect-server")
+    return server.url.removesuffix("/api") if server and server.url else "(not running)"
+
+
+def stop() -> int:
+    stopped = stop_all(load_config().state_dir / "run")
+    console.print("stopped: " + (", ".join(stopped) if stopped else "nothing was running"))
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    if argv[:1] == ["start"]:
+        return start()
+    if argv[:1] == ["stop"]:
+        return stop()
+    print("usage: python -m flows.local_run start|stop", file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

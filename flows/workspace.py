@@ -1,0 +1,39 @@
+"""Where one run keeps its files: builds, lane work and the staged release directory."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from flows.config import Config
+
+
+@dataclass(frozen=True)
+class Workspace:
+    root: Path
+
+    @classmethod
+    def for_run(cls, cfg: Config, run_id: str) -> "Workspace":
+        root = cfg.work_dir / f"run-{run_id}"
+        root.mkdir(parents=True, exist_ok=True)
+        return cls(root)
+
+    @property
+    def release(self) -> Path:
+        return self.root / "release"
+
+    @property
+    def source(self) -> Path:
+        return self.root / "source"
+
+    @property
+    def builds(self) -> Path:
+        return self.root / "builds"
+
+    def lane(self, name: str) -> Path:
+        return self.root / "lanes" / name
+
+    @property
+    def summary(self) -> Path:
+        """What make run and the tests read back: the published version and where it went."""
+        return self.root / "result.json"

@@ -1,0 +1,78 @@
+"""Install a built engine wheel into a fresh virtual environment on a host, and prove that the
+engine the lane then runs is that wheel and not some other copy."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import posixpath
+from dataclasses import dataclass
+from pathlib import Path
+
+from gates.phases import PhaseFailed
+
+# The fresh environment reuses the dependencies already installed beside `base_python` through a
+# .pth line instead of downloading them: lanes must run offline, and the pinned dependency set is
+# the one the incumbent was qualified with. The wheel itself is installed with --no-deps, and the
+# identity phase checks that `engine` resolves inside the fresh environment.
+_SITE = "import sysconfig; print(sysconfig.get_paths()['purelib'])"
+
+
+@dataclass(frozen=True)
+class Installed:
+    python: str
+    venv: str
+    wheel_sha256: str
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def install_wheel(host, wheel: Path, workdir: str, base_python: str, timeout: float = 600) -> tuple[Installed, dict]:
+    """Create `workdir/venv`, install the wheel into it, return the interpreter to use."""
+    wheel = Path(wheel)
+    venv = posixpath.join(workdir, "venv")
+    remote_wheel = posixpath.join(workdir, wheel.name)
+    host.remove(venv)
+    host.mkdir(workdir)
+    local_sha = _sha256(wheel)
+    remote_sha = host.put(wheel, remote_wheel)
+    if remote_sha != local_sha:
+        raise PhaseFailed("wheel digest changed in transfer", {"local": local_sha, "remote": remote_sha})
+    base_site = host.run([base_python, "-c", _SITE], timeout=60).check().stdout.strip()
+    host.run([base_python, "-m", "venv", "--without-pip", venv], timeout=120).check()
+    python = posixpath.join(venv, "bin", "python")
+    site = host.run([python, "-c", _SITE], timeout=60).check().stdout.strip()
+    host.run(["sh", "-c", f'printf "%s\\n" "$1" > "$2"', "sh", base_site, posixpath.join(site, "_lane_deps.pth")], timeout=60).check()
+    result = host.run([base_python, "-m", "pip", "--python", python, "install", "--no-deps", "--no-index",
+                       "--no-compile", "--disable-pip-version-check", "-q", remote_wheel], timeout=timeout)
+    if result.exit_code != 0:
+        raise PhaseFailed("pip could not install the wheel", {"exit_code": result.exit_code, "stderr_tail": result.stderr[-2000:]})
+    return Installed(python=python, venv=venv, wheel_sha256=local_sha), {"wheel": wheel.name, "wheel_sha256": local_sha}
+
+
+_IDENTITY = (
+    "import json, importlib.metadata as m, engine; "
+    "print(json.dumps({'file': engine.__file__, 'version': engine.__version__, "
+    "'dist_version': m.version('assay-engine')}))"
+)
+
+
+def check_identity(host, installed: Installed, expected_version: str) -> dict:
+    """The engine that imports must be the one just installed, at the candidate's version."""
+    out = host.run([installed.python, "-c", _IDENTITY], timeout=120)
+    if out.exit_code != 0:
+        raise PhaseFailed("the installed engine does not import", {"stderr_tail": out.stderr[-2000:]})
+    facts = json.loads(out.stdout.strip().splitlines()[-1])
+    inside = facts["file"].startswith(installed.venv.rstrip("/") + "/")
+    facts = {"version": facts["version"], "dist_version": facts["dist_version"], "imported_from_lane_venv": inside}
+    if not inside:
+        raise PhaseFailed("engine imported from outside the lane's environment", facts)
+    if facts["dist_version"] != expected_version or facts["version"] != expected_version:
+        raise PhaseFailed(f"installed version is not the candidate's {expected_version}", facts)
+    return facts

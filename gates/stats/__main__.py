@@ -1,0 +1,5 @@
+import sys
+
+from gates.stats.cli import main
+
+sys.exit(main())

@@ -1,0 +1,297 @@
+"""SSHHost: commands over paramiko with pinned host keys, files over SFTP."""
+from __future__ import annotations
+
+import shlex
+import shutil
+import socket
+import threading
+import time
+from pathlib import Path
+from typing import Mapping, Sequence
+
+import paramiko
+
+from hosts.base import (TREE_MANIFEST_SH, HostFacts, OnOutput, RunResult, file_sha256,
+                        local_tree_entries, manifest_digest, parse_tree_manifest)
+from hosts.errors import CommandTimeout, HostError, HostKeyRejected, HostLost, TransferError
+from hosts.facts import FACTS_SH, parse_facts
+from hosts.known_hosts import entry_name, fingerprint, pinned_keys
+from hosts.remote_cmd import kill_group_command, wrap_command
+from hosts.streams import PgidMarker, StreamCollector
+
+_LOSS = (paramiko.SSHException, EOFError, OSError, socket.timeout)
+
+
+class _TransportLost(Exception):
+    pass
+
+
+class _RejectUnknown(paramiko.MissingHostKeyPolicy):
+    def __init__(self, host: "SSHHost", pinned: dict) -> None:
+        self.host, self.pinned = host, pinned
+
+    def missing_host_key(self, client, hostname, key) -> None:
+        pinned = ", ".join(fingerprint(k) for k in self.pinned.values()) or None
+        raise HostKeyRejected(self.host.name, fingerprint(key), pinned, str(self.host.known_hosts))
+
+
+class SSHHost:
+    def __init__(self, name: str, address: str, *, port: int = 22, user: str, key_path: str | Path,
+                 known_hosts: str | Path, connect_timeout: float = 10.0, keepalive: float = 15.0,
+                 kill_grace: float = 2.0) -> None:
+        self.name, self.address, self.port, self.user = name, address, port, user
+        self.key_path, self.known_hosts = Path(key_path), Path(known_hosts)
+        self.connect_timeout, self.keepalive, self.kill_grace = connect_timeout, keepalive, kill_grace
+        self._client: paramiko.SSHClient | None = None
+        self._sftp: paramiko.SFTPClient | None = None
+        self._lock = threading.RLock()
+
+    # -- connection -------------------------------------------------------------------------
+    def _transport(self) -> paramiko.Transport:
+        with self._lock:
+            if self._client is not None:
+                t = self._client.get_transport()
+                if t is not None and t.is_active():
+                    return t
+                self._drop()
+            pinned = pinned_keys(self.known_hosts, self.address, self.port)
+            client = paramiko.SSHClient()
+            for k in pinned.values():
+                client.get_host_keys().add(entry_name(self.address, self.port), k.get_name(), k)
+            client.set_missing_host_key_policy(_RejectUnknown(self, pinned))
+            try:
+                client.connect(self.address, self.port, username=self.user, key_filename=str(self.key_path),
+                               timeout=self.connect_timeout, banner_timeout=self.connect_timeout,
+                               auth_timeout=self.connect_timeout, channel_timeout=self.connect_timeout,
+                               allow_agent=False, look_for_keys=False)
+            except paramiko.BadHostKeyException as e:
+                client.close()
+                raise HostKeyRejected(self.name, fingerprint(e.key), fingerprint(e.expected_key),
+                                      str(self.known_hosts)) from None
+            except paramiko.AuthenticationException as e:
+                client.close()
+                raise HostError(f"host {self.name!r}: authentication as {self.user!r} with key "
+                                f"{self.key_path} failed: {e}") from None
+            except HostKeyRejected:
+                client.close()
+                raise
+            except _LOSS as e:
+                client.close()
+                raise HostLost(self.name, "connect", f"{self.address}:{self.port}: {e}") from None
+            t = client.get_transport()
+            t.set_keepalive(max(1, int(self.keepalive)))
+            self._client = client
+            return t
+
+    def _drop(self) -> None:
+        with self._lock:
+            for c in (self._sftp, self._client):
+                try:
+                    if c is not None:
+                        c.close()
+                except Exception:  # closing a dead connection may fail in many ways; it is gone either way
+                    pass
+            self._sftp = self._client = None
+
+    def _retrying(self, what: object, fn, idempotent: bool):
+        """Run fn; on transport loss reconnect once, but only for idempotent operations."""
+        for attempt in (1, 2):
+            try:
+                return fn()
+            except _TransportLost as e:
+                self._drop()
+                if not idempotent or attempt == 2:
+                    raise HostLost(self.name, what, str(e)) from None
+
+    # -- commands ---------------------------------------------------------------------------
+    def run(self, cmd: Sequence[str] | str, *, env: Mapping[str, str] | None = None,
+            cwd: str | None = None, timeout: float = 600.0, stdin: bytes | str | None = None,
+            on_output: OnOutput | None = None, replace_env: bool = False,
+            idempotent: bool = False) -> RunResult:
+        argv = cmd if isinstance(cmd, str) else [str(a) for a in cmd]
+        wrapped = wrap_command(argv, env, cwd, replace_env)
+        data = stdin.encode() if isinstance(stdin, str) else stdin
+        return self._retrying(argv, lambda: self._run_once(argv, wrapped, timeout, data, on_output), idempotent)
+
+    def _run_once(self, argv, wrapped: str, timeout: float, data: bytes | None, on_output) -> RunResult:
+        started = time.time()
+        deadline = time.monotonic() + timeout
+        transport = self._transport()
+        try:
+            chan = transport.open_session(timeout=min(self.connect_timeout, timeout))
+            chan.exec_command(wrapped)
+        except _LOSS as e:
+            raise _TransportLost(f"opening a session: {e}") from None
+        sink = StreamCollector(on_output)
+        marker = PgidMarker(sink)
+        threading.Thread(target=_send_stdin, args=(chan, data), daemon=True).start()
+        try:
+            while True:
+                busy = False
+                if chan.recv_ready():
+                    sink.feed("stdout", chan.recv(65536))
+                    busy = True
+                if chan.recv_stderr_ready():
+                    marker.feed(chan.recv_stderr(65536))
+                    busy = True
+                if busy:
+                    continue
+                # exit_status stays -1 until the server reports one; a closed channel without
+                # it, on a dead transport, is a lost host and not an exit code.
+                if not transport.is_active() and chan.exit_status == -1:
+                    raise _TransportLost("connection dropped while the command ran")
+                if chan.exit_status_ready() and (chan.eof_received or chan.closed):
+                    break
+                if time.monotonic() >= deadline:
+                    self._kill(marker.pgid, argv)
+                    sink.feed("stdout", b"", final=True)
+                    marker.close()
+                    raise CommandTimeout(self.name, argv, timeout, sink.text("stdout"), sink.text("stderr"))
+                chan.status_event.wait(0.05)
+        except (_TransportLost, HostLost, CommandTimeout):
+            chan.close()
+            raise
+        except BaseException:
+            # Cancellation (KeyboardInterrupt, a flow being stopped): leave nothing running.
+            try:
+                self._kill(marker.pgid, argv)
+            finally:
+                chan.close()
+            raise
+        sink.feed("stdout", b"", final=True)
+        marker.close()
+        code = chan.recv_exit_status()
+        chan.close()
+        return RunResult(argv, code, sink.text("stdout"), sink.text("stderr"), started, time.time(), host=self.name)
+
+    def _kill(self, pgid: int | None, argv) -> None:
+        if pgid is None:
+            return
+        try:
+            t = self._transport()
+            chan = t.open_session(timeout=self.connect_timeout)
+            chan.settimeout(self.kill_grace + self.connect_timeout)
+            chan.exec_command(kill_group_command(pgid, self.kill_grace))
+            chan.recv_exit_status()
+            chan.close()
+        except (HostLost, *_LOSS) as e:
+            raise HostLost(self.name, argv, f"could not kill process group {pgid}: {e}") from None
+
+    # -- files ------------------------------------------------------------------------------
+    def _sftp_client(self, timeout: float) -> paramiko.SFTPClient:
+        with self._lock:
+            t = self._transport()
+            if self._sftp is None:
+                try:
+                    self._sftp = paramiko.SFTPClient.from_transport(t)
+                except _LOSS as e:
+                    raise _TransportLost(f"opening SFTP: {e}") from None
+            self._sftp.get_channel().settimeout(timeout)
+            return self._sftp
+
+    def _remote_sha(self, path: str) -> str:
+        r = self.run(["sha256sum", "--", path], timeout=600, idempotent=True)
+        if r.exit_code != 0:
+            raise TransferError(self.name, path, f"cannot digest: {r.stderr.strip()}")
+        return r.stdout.split()[0]
+
+    def _remote_tree(self, root: str) -> dict[str, str]:
+        r = self.run(TREE_MANIFEST_SH.format(root=shlex.quote(root)), timeout=600, idempotent=True)
+        if r.exit_code != 0:
+            raise TransferError(self.name, root, f"cannot list tree: {r.stderr.strip()}")
+        return parse_tree_manifest(r.stdout)
+
+    def put(self, local: str | Path, remote: str, timeout: float = 600.0) -> str:
+        local = Path(local)
+        return self._retrying(f"put {remote}", lambda: self._put_once(local, remote, timeout), True)
+
+    def _put_once(self, local: Path, remote: str, timeout: float) -> str:
+        if local.is_dir():
+            entries = local_tree_entries(local)
+            self.remove(remote)
+            dirs = {str(Path(p).parent) for p in entries} | {"."}
+            self.run(["mkdir", "-p", *(f"{remote}/{d}" for d in sorted(dirs))], idempotent=True).check()
+            sftp = self._sftp_client(timeout)
+            for rel in sorted(entries):
+                _sftp_io(lambda: sftp.put(str(local / rel), f"{remote}/{rel}"))
+            theirs = self._remote_tree(remote)
+            if theirs != entries:
+                bad = sorted(p for p in set(entries) | set(theirs) if entries.get(p) != theirs.get(p))
+                raise TransferError(self.name, remote, f"tree digests differ after upload at {bad[:5]}")
+            return manifest_digest(entries)
+        if not local.is_file():
+            raise TransferError(self.name, str(local), "no such local file or directory")
+        ours = file_sha256(local)
+        parent = str(Path(remote).parent)
+        self.run(["mkdir", "-p", parent], idempotent=True).check()
+        sftp = self._sftp_client(timeout)
+        _sftp_io(lambda: sftp.put(str(local), remote))
+        theirs = self._remote_sha(remote)
+        if theirs != ours:
+            raise TransferError(self.name, remote, f"digest mismatch after upload: local {ours}, remote {theirs}")
+        return ours
+
+    def get(self, remote: str, local: str | Path, timeout: float = 600.0) -> str:
+        local = Path(local)
+        return self._retrying(f"get {remote}", lambda: self._get_once(remote, local, timeout), True)
+
+    def _get_once(self, remote: str, local: Path, timeout: float) -> str:
+        is_dir = self.run(["test", "-d", remote], idempotent=True).exit_code == 0
+        sftp = self._sftp_client(timeout)
+        if is_dir:
+            theirs = self._remote_tree(remote)
+            if local.exists():  # the copy must equal the remote tree, nothing more
+                shutil.rmtree(local) if local.is_dir() else local.unlink()
+            for rel in sorted(theirs):
+                (local / rel).parent.mkdir(parents=True, exist_ok=True)
+                _sftp_io(lambda: sftp.get(f"{remote}/{rel}", str(local / rel)))
+            local.mkdir(parents=True, exist_ok=True)
+            ours = local_tree_entries(local)
+            if ours != theirs:
+                bad = sorted(p for p in set(ours) | set(theirs) if ours.get(p) != theirs.get(p))
+                raise TransferError(self.name, remote, f"tree digests differ after download at {bad[:5]}")
+            return manifest_digest(theirs)
+        theirs = self._remote_sha(remote)
+        local.parent.mkdir(parents=True, exist_ok=True)
+        _sftp_io(lambda: sftp.get(remote, str(local)))
+        ours = file_sha256(local)
+        if ours != theirs:
+            raise TransferError(self.name, remote, f"digest mismatch after download: remote {theirs}, local {ours}")
+        return ours
+
+    def exists(self, path: str) -> bool:
+        return self.run(f"test -e {shlex.quote(path)} || test -L {shlex.quote(path)}", idempotent=True).exit_code == 0
+
+    def mkdir(self, path: str) -> None:
+        self.run(["mkdir", "-p", "--", path], idempotent=True).check()
+
+    def remove(self, path: str) -> None:
+        self.run(["rm", "-rf", "--", path], idempotent=True).check()
+
+    def facts(self) -> HostFacts:
+        return parse_facts(self.run(FACTS_SH, timeout=60, idempotent=True).check().stdout)
+
+    def close(self) -> None:
+        self._drop()
+
+    def __enter__(self) -> "SSHHost":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _sftp_io(fn) -> None:
+    try:
+        fn()
+    except _LOSS as e:
+        raise _TransportLost(f"SFTP: {e}") from None
+
+
+def _send_stdin(chan: paramiko.Channel, data: bytes | None) -> None:
+    try:
+        if data:
+            chan.sendall(data)
+        chan.shutdown_write()
+    except _LOSS:
+        pass  # the command or the connection ended first; the reader reports which

@@ -1,0 +1,52 @@
+"""Receipts: in-toto Statement v1 in a DSSE envelope, predicate validated by kind."""
+from __future__ import annotations
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+
+from releases import dsse
+from releases.canonical import canonical_json, load_json_bytes
+from releases.errors import RecordError
+from releases.schema import validate
+
+STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
+RECEIPT_KINDS = ("candidate", "build", "reproducibility", "lane", "acceptance", "approval")
+PREDICATE_TYPES = {
+    kind: ("https://slsa.dev/provenance/v1" if kind == "build" else f"https://assay.dev/predicates/{kind}/v1")
+    for kind in RECEIPT_KINDS
+}
+_KIND_OF = {uri: kind for kind, uri in PREDICATE_TYPES.items()}
+
+
+def statement(kind: str, subjects: list[dict], predicate: dict) -> dict:
+    if kind not in PREDICATE_TYPES:
+        raise RecordError(f"unknown receipt kind {kind!r}; known: {', '.join(RECEIPT_KINDS)}")
+    validate(kind, predicate, f"{kind} predicate")
+    stmt = {"_type": STATEMENT_TYPE, "subject": subjects, "predicateType": PREDICATE_TYPES[kind], "predicate": predicate}
+    validate("statement", stmt, f"{kind} statement")
+    return stmt
+
+
+def sign_receipt(kind: str, subjects: list[dict], predicate: dict, private_key: Ed25519PrivateKey) -> dict:
+    """Validate the predicate, wrap it in a Statement and sign it into a DSSE envelope."""
+    stmt = statement(kind, subjects, predicate)
+    return dsse.sign(canonical_json(stmt), dsse.INTOTO_PAYLOAD_TYPE, private_key)
+
+
+def open_receipt(
+    envelope: dict, public_key: Ed25519PublicKey, expected_kind: str | None = None, *, where: str = ""
+) -> tuple[dict, dict]:
+    """Verify the signature, then validate statement and predicate; return (statement, predicate)."""
+    payload = dsse.verify(envelope, public_key, payload_type=dsse.INTOTO_PAYLOAD_TYPE, where=where)
+    stmt = load_json_bytes(payload, where=where)
+    validate("statement", stmt, where)
+    kind = _KIND_OF.get(stmt["predicateType"])
+    if kind is None:
+        raise RecordError(f"unknown predicateType {stmt['predicateType']!r}", where=where)
+    if expected_kind is not None and kind != expected_kind:
+        raise RecordError(f"receipt is a {kind} receipt, expected {expected_kind}", where=where)
+    validate(kind, stmt["predicate"], where)
+    return stmt, stmt["predicate"]
+
+
+def kind_of(stmt: dict) -> str | None:
+    return _KIND_OF.get(stmt.get("predicateType", ""))

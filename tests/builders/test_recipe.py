@@ -1,0 +1,76 @@
+import json
+import zipfile
+
+import pytest
+
+from builders.compare import compare
+from builders.errors import BuilderError, BuildFailed
+from builders.recipe import build
+from hosts.local import LocalHost
+from releases.canonical import canonical_json, file_sha256
+from releases.schema import validate
+from tests.builders.conftest import COMMIT_EPOCH
+
+
+def test_two_builds_of_a_fixture_are_identical(built_fixture):
+    a, b = built_fixture.a, built_fixture.b
+    assert [p.name for p in a.artifacts] == ["fixture_pkg-1.2.3-py3-none-any.whl", "fixture_pkg-1.2.3.tar.gz"]
+    assert [p.read_bytes() for p in a.artifacts] == [p.read_bytes() for p in b.artifacts]
+    assert a.subjects == b.subjects
+    assert a.subjects[0]["digest"]["sha256"] == file_sha256(a.artifacts[0])
+    with zipfile.ZipFile(built_fixture.wheel_a) as zf:  # the build really used SOURCE_DATE_EPOCH
+        assert {i.date_time for i in zf.infolist()} == {(2025, 1, 2, 3, 4, 4)}
+    rec = compare(a.artifacts[0].parent, b.artifacts[0].parent, built_fixture.candidate)
+    assert rec["verdict"] == "reproducible"
+    assert rec["difference_count"] == 0 and rec["unexplained"] == 0
+    assert [f["identical"] for f in rec["files"]] == [True, True]
+
+
+def test_build_records_are_provenance_and_show_what_varied(built_fixture):
+    a, b = built_fixture.a.record, built_fixture.b.record
+    for rec in (a, b):
+        validate("build", rec, "test")
+        assert built_fixture.root.as_posix().encode() not in canonical_json(rec)
+    ext = a["buildDefinition"]["externalParameters"]
+    assert ext["candidate"]["commit"] == built_fixture.candidate["commit"]
+    assert a["buildDefinition"]["resolvedDependencies"][0]["digest"]["gitCommit"] == ext["candidate"]["commit"]
+    env = a["buildDefinition"]["internalParameters"]["environment"]
+    assert env["variables"]["SOURCE_DATE_EPOCH"] == str(COMMIT_EPOCH)
+    assert env["toolchain"]["packages"]["hatchling"] == "1.29.0"
+    va = a["buildDefinition"]["internalParameters"]["varied"]
+    vb = b["buildDefinition"]["internalParameters"]["varied"]
+    assert va["build_dir"] != vb["build_dir"]
+    assert va["variables"]["USER"] != vb["variables"]["USER"]
+    assert a["runDetails"]["metadata"]["invocationId"] != b["runDetails"]["metadata"]["invocationId"]
+
+
+def test_build_record_signs_as_a_slsa_receipt(built_fixture):
+    receipts = pytest.importorskip("releases.receipts")
+    keys = pytest.importorskip("releases.keys")
+    key_path, _ = keys.ensure_local_key(built_fixture.root / "keys")
+    env = receipts.sign_receipt("build", built_fixture.a.subjects, built_fixture.a.record,
+                                keys.load_private_key(key_path))
+    public = keys.load_private_key(key_path).public_key()
+    statement, predicate = receipts.open_receipt(env, public, expected_kind="build")
+    assert statement["predicateType"] == "https://slsa.dev/provenance/v1"
+    assert predicate == json.loads(canonical_json(built_fixture.a.record))
+
+
+def test_build_refuses_an_existing_directory_and_reports_failures(built_fixture, tmp_path):
+    host = LocalHost()
+    with pytest.raises(BuildFailed, match="already exists"):
+        build(host, built_fixture.candidate, built_fixture.source, "c", str(built_fixture.workroot / "a"))
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "pyproject.toml").write_text("[build-system]\nrequires = []\nbuild-backend = 'nope.backend'\n")
+    with pytest.raises(BuildFailed) as err:
+        build(host, built_fixture.candidate, broken, "c", str(tmp_path / "work"), timeout=120)
+    assert "exited" in str(err.value) and err.value.label == "c"
+
+
+def test_remote_host_needs_an_interpreter(built_fixture, tmp_path):
+    class OtherHost:  # a stand-in only for the type check: nothing runs on it
+        name = "elsewhere"
+
+    with pytest.raises(BuilderError, match="python="):
+        build(OtherHost(), built_fixture.candidate, built_fixture.source, "c", str(tmp_path / "w"))

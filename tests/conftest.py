@@ -1,0 +1,54 @@
+"""Session fixture for the sshd test bed, and the docker skip logic (marker `docker`):
+without a docker daemon those tests skip, unless ASSAY_REQUIRE_DOCKER=1, then they fail."""
+import os
+import uuid
+
+import pytest
+
+
+def _docker_problem() -> str | None:
+    try:
+        import docker
+
+        docker.from_env(timeout=10).ping()
+        return None
+    except Exception as e:  # any failure to reach the daemon means the same thing here
+        return f"docker daemon unavailable: {e}"
+
+
+_PROBLEM: list = []
+
+
+def docker_problem() -> str | None:
+    if not _PROBLEM:
+        _PROBLEM.append(_docker_problem())
+    return _PROBLEM[0]
+
+
+def require_docker() -> None:
+    problem = docker_problem()
+    if problem is None:
+        return
+    if os.environ.get("ASSAY_REQUIRE_DOCKER") == "1":
+        pytest.fail(f"ASSAY_REQUIRE_DOCKER=1 but {problem}")
+    pytest.skip(problem)
+
+
+def pytest_runtest_setup(item):
+    if item.get_closest_marker("docker") is not None:
+        require_docker()
+
+
+@pytest.fixture(scope="session")
+def testbed(tmp_path_factory):
+    """Two sshd containers on 127.0.0.1 ports; yields the path of their inventory."""
+    require_docker()
+    from hosts.testbed import bed
+
+    bed_id = "t" + uuid.uuid4().hex[:8]
+    inventory = tmp_path_factory.mktemp("testbed") / "hosts.toml"
+    try:
+        bed.up(2, inventory, log=lambda *_: None, bed_id=bed_id)
+        yield inventory
+    finally:
+        bed.down(log=lambda *_: None, bed_id=bed_id)

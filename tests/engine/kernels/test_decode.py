@@ -1,0 +1,111 @@
+"""Triton paged decode attention against the PyTorch reference, on fresh random inputs."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from engine.kernels.reference import paged_decode_attention_ref
+from engine.kernels.triton_decode import SPLIT_TOKENS, paged_decode_attention_triton
+from tests.engine.kernels.paged_inputs import build, randn, rel_err
+
+# Lengths straddle block (16) and split (256) boundaries; 0 is an idle batch slot.
+MIXED_LENS = [1, 37, SPLIT_TOKENS + 19, 2 * SPLIT_TOKENS + 1, 16]
+
+
+def run_both(p, q, sm_scale):
+    out = torch.full_like(q, float("nan"))           # poison: every element must be written
+    got = paged_decode_attention_triton(q, *p.cache_args(), p.block_tables, p.seq_lens, sm_scale, out=out)
+    assert got.data_ptr() == out.data_ptr()
+    ref = paged_decode_attention_ref(q, *p.cache_args(), p.block_tables, p.seq_lens, sm_scale)
+    assert torch.isfinite(got).all(), "unwritten (NaN) or non-finite output"
+    return got, ref
+
+
+@pytest.mark.parametrize("hq,hkv", [(4, 4), (8, 2), (16, 2)])   # GQA ratios 1, 4, 8
+def test_fp32_matches_reference(device, gen, hq, hkv):
+    d = 32
+    p = build(gen, MIXED_LENS, num_kv_heads=hkv, head_dim=d, device=device, width=40)
+    q = randn(gen, len(MIXED_LENS), hq, d, device=device)
+    got, ref = run_both(p, q, 1 / math.sqrt(d))
+    assert rel_err(got, ref) < 1e-4
+
+
+def test_bf16_matches_reference(device, gen):
+    hq, hkv, d = 8, 2, 64
+    lens = [300, 5, 17]
+    p = build(gen, lens, num_kv_heads=hkv, head_dim=d, cache_dtype=torch.bfloat16, device=device)
+    q = randn(gen, len(lens), hq, d, dtype=torch.bfloat16, device=device)
+    got, ref = run_both(p, q, 1 / math.sqrt(d))
+    assert got.dtype == torch.bfloat16
+    assert rel_err(got, ref) < 1e-2
+
+
+@pytest.mark.parametrize("hq,hkv", [(4, 4), (16, 2)])
+def test_int8_matches_int8_reference_tightly(device, gen, hq, hkv):
+    d = 32
+    p = build(gen, MIXED_LENS, num_kv_heads=hkv, head_dim=d, cache_dtype=torch.int8, device=device)
+    q = randn(gen, len(MIXED_LENS), hq, d, device=device)
+    got, ref = run_both(p, q, 1 / math.sqrt(d))
+    assert rel_err(got, ref) < 1e-5
+
+
+def test_int8_close_to_unquantized(device, gen):
+    hq, hkv, d = 8, 2, 32
+    lens = [SPLIT_TOKENS + 40, 33]
+    p8 = build(gen, lens, num_kv_heads=hkv, head_dim=d, cache_dtype=torch.int8, device=device)
+    exact = build(gen, lens, num_kv_heads=hkv, head_dim=d, device=device, kv=(p8.k, p8.v))
+    q = randn(gen, len(lens), hq, d, device=device)
+    got = paged_decode_attention_triton(q, *p8.cache_args(), p8.block_tables, p8.seq_lens, 1 / math.sqrt(d))
+    ref = paged_decode_attention_ref(q, *exact.cache_args(), exact.block_tables, exact.seq_lens, 1 / math.sqrt(d))
+    err = rel_err(got, ref)
+    assert 0 < err < 3e-2   # nonzero: the cache really was quantised
+
+
+def test_int8_cache_with_bf16_queries(device, gen):
+    hq, hkv, d = 8, 2, 32
+    lens = [70, 300]
+    p = build(gen, lens, num_kv_heads=hkv, head_dim=d, cache_dtype=torch.int8,
+              compute_dtype=torch.bfloat16, device=device)
+    q = randn(gen, len(lens), hq, d, dtype=torch.bfloat16, device=device)
+    got, ref = run_both(p, q, 1 / math.sqrt(d))
+    assert rel_err(got, ref) < 1e-2
+
+
+def test_empty_sequence_gives_zeros(device, gen):
+    p = build(gen, [0, 20], num_kv_heads=2, head_dim=32, device=device, width=4)
+    q = randn(gen, 2, 4, 32, device=device)
+    got, ref = run_both(p, q, 0.2)
+    assert torch.equal(got[0], torch.zeros_like(got[0]))
+    assert rel_err(got[1], ref[1]) < 1e-4
+
+
+@pytest.mark.parametrize("cache_dtype", [torch.float32, torch.bfloat16, torch.int8])
+def test_batch_invariance_is_bitwise(device, gen, cache_dtype):
+    """A sequence's output is identical alone or batched with others, in any slot."""
+    hq, hkv, d = 8, 2, 32
+    lens = [SPLIT_TOKENS + 77, 3, 2 * SPLIT_TOKENS + 5, 130]
+    qdtype = torch.bfloat16 if cache_dtype == torch.bfloat16 else torch.float32
+    p = build(gen, lens, num_kv_heads=hkv, head_dim=d, cache_dtype=cache_dtype,
+              compute_dtype=qdtype, device=device, width=48)
+    q = randn(gen, len(lens), hq, d, dtype=qdtype, device=device)
+    batched = paged_decode_attention_triton(q, *p.cache_args(), p.block_tables, p.seq_lens, 0.17)
+    order = torch.tensor([2, 0, 3, 1], device=device)
+    shuffled = paged_decode_attention_triton(q[order], *p.cache_args(), p.block_tables[order],
+                                             p.seq_lens[order], 0.17)
+    for b in range(len(lens)):
+        alone = paged_decode_attention_triton(q[b:b + 1], *p.cache_args(), p.block_tables[b:b + 1],
+                                              p.seq_lens[b:b + 1], 0.17)
+        assert torch.equal(alone[0], batched[b]), f"sequence {b} changed when batched"
+    assert torch.equal(shuffled, batched[order])
+
+
+def test_block_size_8_and_wide_head_dim(device, gen):
+    hq, hkv, d = 4, 1, 128
+    lens = [45, 9]
+    p = build(gen, lens, num_kv_heads=hkv, head_dim=d, block_size=8, device=device)
+    q = randn(gen, len(lens), hq, d, device=device)
+    got, ref = run_both(p, q, 1 / math.sqrt(d))
+    assert rel_err(got, ref) < 1e-4

@@ -1,0 +1,98 @@
+"""Small server parts without an engine: store, SSE, auth, log, metrics, admission arithmetic."""
+import json
+
+import pytest
+
+from engine.server.admission import decide
+from engine.server.auth import Authenticator, KeyFileError, read_keys
+from engine.server.errors import APIError
+from engine.server.metrics import ServerMetrics
+from engine.server.request_log import RequestLog, read_log
+from engine.server.response_store import ResponseStore, StoredResponse
+from engine.server.sse import DONE, ResponsesEventWriter, sse_data
+
+
+def _entry(n):
+    return StoredResponse(response={"id": n, "pad": "x" * 100}, input_items=[])
+
+
+def test_store_bounds_by_count_and_bytes():
+    s = ResponseStore(max_responses=2, max_bytes=10_000)
+    for i in range(3):
+        s.put(f"r{i}", _entry(i))
+    assert s.get("r0") is None and s.get("r2") is not None
+    assert s.stats()["evicted"] == 1
+    small = ResponseStore(max_responses=100, max_bytes=300)
+    for i in range(5):
+        small.put(f"r{i}", _entry(i))
+    assert small.stats()["bytes"] <= 300 and small.get("r4") is not None
+    assert small.delete("r4") and not small.delete("r4")
+
+
+def test_sse_framing():
+    assert sse_data({"a": 1}) == b'data: {"a":1}\n\n'
+    assert DONE == b"data: [DONE]\n\n"
+    w = ResponsesEventWriter()
+    first, second = w("response.created", response={}), w("response.completed", response={})
+    assert first.startswith(b"event: response.created\ndata: ")
+    assert json.loads(second.split(b"data: ")[1])["sequence_number"] == 1
+
+
+def test_auth(tmp_path):
+    f = tmp_path / "keys"
+    f.write_text("# comment\n\nsecret-1\n")
+    a = Authenticator(read_keys(f))
+    assert a.check("Bearer secret-1")
+    assert not a.check("Bearer secret-2") and not a.check(None) and not a.check("secret-1")
+    assert Authenticator([]).check(None)
+    (tmp_path / "empty").write_text("\n# nothing\n")
+    with pytest.raises(KeyFileError, match="no key"):
+        read_keys(tmp_path / "empty")
+
+
+def test_error_shape():
+    e = APIError("unknown_parameter", "Unrecognized parameter: foo", "foo")
+    assert e.status == 400
+    assert e.body() == {"error": {"message": "Unrecognized parameter: foo",
+                                  "type": "invalid_request_error", "param": "foo",
+                                  "code": "unknown_parameter"}}
+    with pytest.raises(ValueError):
+        APIError("made_up", "x")
+
+
+def test_request_log(tmp_path):
+    log = RequestLog(tmp_path / "r.jsonl")
+    log.write("request_start", id="a")
+    log.write("request_done", id="a", total_s=0.5)
+    with pytest.raises(ValueError):
+        log.write("nonsense")
+    log.close()
+    recs = read_log(tmp_path / "r.jsonl")
+    assert [r["event"] for r in recs] == ["request_start", "request_done"]
+
+
+def test_metrics_private_registry():
+    m = ServerMetrics(lambda: {"pool": {"blocks_used": 3, "blocks_total": 10}})
+    m.requests.labels(route="/x", status="200").inc()
+    m.observe_tokens(0.01, [0.002, 0.003])
+    m.observe_spec({"attempted": [4, 2], "accepted": [3, 0]})
+    text = m.render().decode()
+    assert 'engine_requests_total{route="/x",status="200"} 1.0' in text
+    assert "engine_kv_pool_blocks_used 3.0" in text
+    assert 'engine_spec_decode_position_tokens_total{kind="accepted",position="0"} 3.0' in text
+    assert 'kind="accepted",position="1"' not in text
+    assert "engine_inter_token_latency_seconds_count 2.0" in text
+    # a second instance does not collide: the registry is not the global one
+    ServerMetrics()
+
+
+def test_admission_arithmetic():
+    kw = dict(device="cpu", free_source="host_memory_mib", weights=1000, per_token=10,
+              headroom_bytes=500, block_size=16, min_tokens=32)
+    fixed = decide(free_bytes=2000, kv_capacity=50, **kw)
+    assert fixed.admitted and fixed.kv_bytes == 500
+    assert not decide(free_bytes=1999, kv_capacity=50, **kw).admitted
+    auto = decide(free_bytes=2000, kv_capacity="auto", **kw)
+    assert auto.kv_capacity_tokens == 48 and auto.admitted       # 500 B spare: 3 blocks of 160 B
+    assert not decide(free_bytes=1600, kv_capacity="auto", **kw).admitted
+    assert "weights 1000 B" in fixed.message() and "headroom 500 B" in fixed.message()

@@ -1,0 +1,55 @@
+"""A real Prefect server for the flow tests, and a throwaway git repository holding a copy of the
+engine's source, so that the flows freeze a clean commit whatever state this checkout is in."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from flows.services import free_port, start_server, stop_pid
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="session")
+def prefect_api(tmp_path_factory):
+    """Start `prefect server start` on a free 127.0.0.1 port; stop it after the session."""
+    home = tmp_path_factory.mktemp("prefect")
+    service, proc = start_server(home / "home", home / "run", free_port(), home / "server.log", detached=True)
+    from prefect.settings import PREFECT_API_URL, PREFECT_HOME, temporary_settings
+
+    env = {"PREFECT_API_URL": service.url, "PREFECT_HOME": str(home / "home")}
+    with temporary_settings(updates={PREFECT_API_URL: service.url, PREFECT_HOME: str(home / "home")}):
+        yield env
+    stop_pid(proc.pid)
+
+
+def _git(repo: Path, *args: str) -> str:
+    env = {**os.environ, "GIT_AUTHOR_NAME": "assay-tests", "GIT_AUTHOR_EMAIL": "tests@assay.invalid",
+           "GIT_COMMITTER_NAME": "assay-tests", "GIT_COMMITTER_EMAIL": "tests@assay.invalid",
+           "GIT_AUTHOR_DATE": "2026-01-02T03:04:05Z", "GIT_COMMITTER_DATE": "2026-01-02T03:04:05Z"}
+    return subprocess.run(["git", *args], cwd=repo, env=env, check=True, capture_output=True, text=True,
+                          timeout=60).stdout.strip()
+
+
+@pytest.fixture(scope="session")
+def engine_repo(tmp_path_factory) -> Path:
+    """A git repository with this checkout's engine/ (tracked and untracked files) committed."""
+    repo = tmp_path_factory.mktemp("engine-source") / "enginerepo"
+    repo.mkdir()
+    listed = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "engine"], cwd=ROOT, check=True,
+                            capture_output=True, text=True).stdout.split()
+    for rel in listed:
+        src = ROOT / rel
+        if src.is_file():
+            (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, repo / rel)
+    (repo / ".gitignore").write_text("__pycache__/\n*.pyc\n")
+    _git(repo, "init", "-q", "-b", "main")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-q", "-m", "engine source for the flow tests")
+    return repo

@@ -1,0 +1,62 @@
+"""Canonical JSON vectors and digest helpers."""
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from releases.canonical import canonical_json, digest, file_sha256, load_json_bytes, sha256_hex
+from releases.errors import RecordError
+
+
+@pytest.mark.parametrize("obj, expected", [
+    ({}, b"{}"),
+    ([], b"[]"),
+    ({"b": 1, "a": [1, 2, {"d": None, "c": "\u00e9"}]}, b'{"a":[1,2,{"c":"\xc3\xa9","d":null}],"b":1}'),
+    ({"z": True, "Z": False, "a": 1.5}, b'{"Z":false,"a":1.5,"z":true}'),
+    ("line\nbreak\"quote", b'"line\\nbreak\\"quote"'),
+    ({"emoji": "\U0001f600"}, b'{"emoji":"\xf0\x9f\x98\x80"}'),
+    ({"ctl": "\x01"}, b'{"ctl":"\\u0001"}'),
+])
+def test_canonical_vectors(obj, expected):
+    assert canonical_json(obj) == expected
+
+
+def test_key_order_does_not_change_digest():
+    assert digest({"a": 1, "b": [2, 3]}) == digest({"b": [2, 3], "a": 1})
+    assert digest({"a": 1}) != digest({"a": 2})
+
+
+def test_known_digests():
+    assert sha256_hex(b"") == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+    assert digest({}) == "44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a"
+
+
+@pytest.mark.parametrize("bad", [{"x": math.nan}, {"x": math.inf}, {1: "int key"}, {"x": {2: 3}}, {"x": object()}])
+def test_uncanonicalisable_values_raise(bad):
+    with pytest.raises(RecordError):
+        canonical_json(bad)
+
+
+def test_nested_int_key_error_names_the_path():
+    with pytest.raises(RecordError) as info:
+        canonical_json({"outer": {"inner": {7: 1}}})
+    assert info.value.where == "/outer/inner"
+
+
+def test_file_sha256(tmp_path):
+    path = tmp_path / "f"
+    path.write_bytes(b"abc" * 1_000_000)
+    assert file_sha256(path) == sha256_hex(b"abc" * 1_000_000)
+
+
+@pytest.mark.parametrize("data, fragment", [
+    (b'{"a":1,"a":2}', "duplicate key 'a'"),
+    (b'{"a":NaN}', "NaN is not JSON"),
+    (b"\xff", "not UTF-8"),
+    (b"{", "not JSON"),
+])
+def test_strict_loading(data, fragment):
+    with pytest.raises(RecordError, match=fragment) as info:
+        load_json_bytes(data, where="x.json")
+    assert info.value.where == "x.json"
