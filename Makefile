@@ -30,7 +30,7 @@ model: $(MODEL)
 docker:
 	@bash scripts/dockerd.sh || echo "make: docker is not available here; docker tests will skip (or fail under ASSAY_REQUIRE_DOCKER=1)"
 
-run: install
+run: install model
 	$(PY) -m flows.local_run start
 
 stop:

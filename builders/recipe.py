@@ -20,6 +20,7 @@ from builders.environment import BuildEnv, hermetic_env, umask_wrap
 from builders.errors import ArtifactMismatch, BuilderError, BuildFailed
 from builders.provenance import build_record
 from builders.snapshot import as_ref
+from builders.treehash import files_digest, git_tree_id
 from hosts.base import Host
 from hosts.local import LocalHost
 from releases.canonical import file_sha256
@@ -77,6 +78,7 @@ def build(host: Host, candidate: dict, source_dir_local: str | Path, label: str,
         if not local:
             raise BuilderError(f"build {label!r} on host {host.name!r}: pass local_dir=")
         local_dir = posixpath.join(workdir, "fetched")
+    _check_source(candidate, Path(source_dir_local), label)
     if host.exists(workdir):
         raise BuildFailed(label, f"build directory {workdir} already exists; every build "
                                  "starts in a fresh directory")
@@ -119,10 +121,11 @@ def build_twice(host_a: Host, host_b: Host, candidate: dict, source_dir: str | P
                 python_a: str | None = None, python_b: str | None = None,
                 timeout: float = BUILD_TIMEOUT_S,
                 progress: Progress | None = None) -> tuple[BuildResult, BuildResult]:
-    """Build a and b one after the other in build directories of different path and depth."""
-    both_local = isinstance(host_a, LocalHost) and isinstance(host_b, LocalHost)
-    if local_dir is None and not both_local:
-        raise BuilderError("build_twice on remote hosts: pass local_dir= for fetched artifacts")
+    """Build a and b one after the other in build directories of different path and depth.
+
+    WORKROOT is the path used on the hosts; artifacts come back into LOCAL_DIR/{a,b}
+    (default WORKROOT/artifacts on this machine). Remote hosts need python_a / python_b.
+    """
     fetched = Path(local_dir) if local_dir is not None else Path(workroot) / "artifacts"
     dirs = {"a": posixpath.join(workroot, "a"),
             "b": posixpath.join(workroot, "bb", "build-b-longer-path")}
@@ -131,6 +134,17 @@ def build_twice(host_a: Host, host_b: Host, candidate: dict, source_dir: str | P
     b = build(host_b, candidate, source_dir, "b", dirs["b"], python=python_b, workroot=workroot,
               local_dir=fetched / "b", timeout=timeout, progress=progress)
     return a, b
+
+
+def _check_source(candidate: dict, source: Path, label: str) -> None:
+    """The directory to build must hold exactly the candidate's frozen source."""
+    if candidate.get("dirty"):
+        actual, expected, what = files_digest(source), candidate["dirty_digest"], "dirty digest"
+    else:
+        actual, expected, what = git_tree_id(source), candidate["tree"], "git tree"
+    if actual != expected:
+        raise BuildFailed(label, f"source directory does not hold the candidate's source: "
+                                 f"{what} {actual} != {expected}")
 
 
 def _query_json(host: Host, benv: BuildEnv, argv: list[str], label: str) -> dict:

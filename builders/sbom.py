@@ -14,6 +14,9 @@ from builders.sbom_cyclonedx import cyclonedx_bom
 from builders.sbom_spdx import spdx_document
 from builders.wheel_meta import read_wheel
 
+# Keys as releases.release_dir names the formats (ReleaseDir.add_sbom(path, fmt)).
+SPDX = "spdx-2.3"
+CYCLONEDX = "cyclonedx-1.5"
 SPDX_SUFFIX = ".spdx.json"
 CDX_SUFFIX = ".cdx.json"
 
@@ -31,14 +34,17 @@ def cyclonedx_json(wheel: str | Path, candidate: dict) -> bytes:
 
 
 def write_sboms(wheel: str | Path, candidate: dict, out_dir: str | Path) -> dict[str, Path]:
-    """Write <wheel stem>.spdx.json and <wheel stem>.cdx.json into OUT_DIR; return both paths."""
+    """Write <wheel stem>.spdx.json and <wheel stem>.cdx.json into OUT_DIR.
+
+    Returns {"spdx-2.3": path, "cyclonedx-1.5": path}.
+    """
     wheel, out = Path(wheel), Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     info = read_wheel(wheel)
     stem = wheel.name[: -len(".whl")] if wheel.name.endswith(".whl") else wheel.stem
-    paths = {"spdx": out / f"{stem}{SPDX_SUFFIX}", "cyclonedx": out / f"{stem}{CDX_SUFFIX}"}
-    paths["spdx"].write_bytes(sbom_bytes(spdx_document(info, candidate, tool=_tool())))
-    paths["cyclonedx"].write_bytes(sbom_bytes(cyclonedx_bom(info, candidate)))
+    paths = {SPDX: out / f"{stem}{SPDX_SUFFIX}", CYCLONEDX: out / f"{stem}{CDX_SUFFIX}"}
+    paths[SPDX].write_bytes(sbom_bytes(spdx_document(info, candidate, tool=_tool())))
+    paths[CYCLONEDX].write_bytes(sbom_bytes(cyclonedx_bom(info, candidate)))
     return paths
 
 

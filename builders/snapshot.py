@@ -34,10 +34,11 @@ def freeze(repo_dir: str | Path, ref: str = "HEAD", subdir: str = "engine",
     """Return the candidate record for REF's SUBDIR in the repository at REPO_DIR."""
     root = Path(git_text(repo_dir, "rev-parse", "--show-toplevel"))
     sub = _clean_subdir(subdir)
-    commit = git_text(root, "rev-parse", "--verify", "--end-of-options", f"{ref}^{{commit}}")
-    tree = git_text(root, "rev-parse", "--verify", f"{commit}:{sub}" if sub else f"{commit}^{{tree}}")
-    if git_text(root, "cat-file", "-t", tree) != "tree":
-        raise SnapshotError(f"{subdir!r} in commit {commit} is not a directory")
+    try:
+        commit = git_text(root, "rev-parse", "--verify", "--end-of-options", f"{ref}^{{commit}}")
+    except SnapshotError as exc:
+        raise SnapshotError(f"ref {ref!r} names no commit in repository {root.name!r} ({exc})") from exc
+    tree = _subdir_tree(root, commit, sub)
     epoch = int(git_text(root, "log", "-1", "--format=%ct", commit))
     package = _package(root, commit, sub)
 
@@ -101,6 +102,9 @@ def export_source(repo_dir: str | Path, candidate: dict, dest: str | Path) -> Pa
                 shutil.copyfile(path, target)
                 os.chmod(target, 0o755 if os.access(path, os.X_OK) else 0o644)
     else:
+        if _subdir_tree(root, candidate["commit"], sub) != candidate["tree"]:
+            raise SnapshotError(f"candidate tree {candidate['tree']} is not {sub or '.'!r} of commit "
+                                f"{candidate['commit']} in repository {root.name!r}")
         _export_tree(root, candidate["commit"], sub, dest)
     _normalise(dest, candidate["source_date_epoch"])
     return dest
@@ -111,6 +115,16 @@ def _clean_subdir(subdir: str) -> str:
     if p.is_absolute() or ".." in p.parts:
         raise SnapshotError(f"subdir {subdir!r} must be a relative path inside the repository")
     return "" if str(p) == "." else str(p)
+
+
+def _subdir_tree(root: Path, commit: str, sub: str) -> str:
+    try:
+        tree = git_text(root, "rev-parse", "--verify", f"{commit}:{sub}" if sub else f"{commit}^{{tree}}")
+    except SnapshotError as exc:
+        raise SnapshotError(f"{sub!r} does not exist in commit {commit}") from exc
+    if git_text(root, "cat-file", "-t", tree) != "tree":
+        raise SnapshotError(f"{sub!r} in commit {commit} is not a directory")
+    return tree
 
 
 def _package(root: Path, commit: str, sub: str) -> dict:

@@ -157,5 +157,5 @@ class LLM(SessionStore):
         s.update(kv_dtype=str(self.kv_dtype).replace("torch.", ""), dtype=str(self.dtype).replace("torch.", ""),
                  device=str(self.device), block_size=self.pool.block_size, spec_mode=self.spec,
                  attention=getattr(self.ops, "__name__", type(self.ops).__name__),
-                 cuda_graphs=self.runner.graphs is not None)
+                 cuda_graphs=self.runner.graphs is not None, cuda_graph_error=self.runner.graph_error)
         return s

@@ -56,6 +56,8 @@ class Attention(nn.Module):
             q, k = self.q_norm(q), self.k_norm(k)
         q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
         kc, vc, ks, vs = cache
+        if kc.dtype != torch.int8 and kc.dtype != k.dtype:   # e.g. a bf16 cache under fp32 compute
+            k, v = k.to(kc.dtype), v.to(kc.dtype)
         ops.write_kv(k, v.contiguous(), kc, vc, ks, vs, meta.slot_mapping)
         if meta.decode:
             o = ops.paged_decode_attention(q, kc, vc, ks, vs, meta.block_tables, meta.seq_lens, self.sm_scale)

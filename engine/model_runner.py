@@ -17,9 +17,14 @@ class ModelRunner:
         self.bs = pool.block_size
         self.max_blocks = max_blocks_per_seq
         self.graphs = None
+        self.graph_error: str | None = None
         if cuda_graphs and self.device.type == "cuda":
             from engine.cuda_graphs import DecodeGraphs
-            self.graphs = DecodeGraphs(self, graph_batch_sizes)
+            try:
+                self.graphs = DecodeGraphs(self, graph_batch_sizes)
+            except RuntimeError as e:   # an op that cannot be captured: decode eagerly, say why
+                self.graph_error = f"{type(e).__name__}: {e}"
+                torch.cuda.synchronize()
 
     def _t(self, data, dtype) -> torch.Tensor:
         return torch.tensor(data, dtype=dtype).to(self.device, non_blocking=True)

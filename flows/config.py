@@ -38,6 +38,9 @@ class Lane:
     kind: str
     host: str
     model: str | None = None
+    gpu: str | None = None
+    lease_path: str | None = None
+    python: str | None = None
 
 
 @dataclass(frozen=True)
@@ -105,6 +108,21 @@ class Config:
     @property
     def lanes(self) -> list[Lane]:
         return [Lane(**lane) for lane in self.raw["lanes"]]
+
+    def lease_path(self, lane: Lane) -> str:
+        """The GPU-owner lease on the lane's host: the inventory's well-known path on remote hosts;
+        under the state directory for the local machine, so that no privileges are needed."""
+        from hosts.lease import DEFAULT_PATH
+
+        if lane.lease_path:
+            return lane.lease_path
+        return str(self.state_dir / "leases" / "gpu") if lane.host == "local" else DEFAULT_PATH
+
+    def lane_python(self, lane: Lane) -> str:
+        """The interpreter on the lane's host whose packages the lane environment reuses."""
+        import sys
+
+        return lane.python or (sys.executable if lane.host == "local" else "python3")
 
     def lane(self, name: str) -> Lane:
         for lane in self.lanes:

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 from prefect import flow, get_run_logger
 from prefect.runtime import flow_run
 
 from flows.config import load_config
+from flows.gpu_slot import gpu_slot
 from flows.hostmap import host_for
 from flows.workspace import Workspace
 from gates.lane import run_lane
@@ -26,9 +26,10 @@ def qualify_lane(lane: str, candidate_json: str, wheel: str, config: str | None 
     candidate = json.loads(Path(candidate_json).read_text())
     ws = Workspace.for_run(cfg, f"lane-{flow_run.get_id() or 'local'}")
     host = host_for(cfg, spec.host)
-    record = run_lane(host, spec.name, spec.kind, candidate_ref(candidate), candidate["package"]["version"],
-                      Path(wheel), workdir=str(ws.lane(spec.name)),
-                      base_python=sys.executable if spec.host == "local" else "python3", model=spec.model,
-                      progress=lambda line: log.info("lane %s: %s", lane, line))
+    with gpu_slot(spec.gpu, spec.host):
+        record = run_lane(host, spec.name, spec.kind, candidate_ref(candidate), candidate["package"]["version"],
+                          Path(wheel), workdir=str(ws.lane(spec.name)), base_python=cfg.lane_python(spec),
+                          lease_path=cfg.lease_path(spec), model=spec.model, state_dir=ws.lane(spec.name),
+                          progress=lambda line: log.info("lane %s: %s", lane, line))
     log.info("lane %s: %s", lane, record["verdict"])
     return record

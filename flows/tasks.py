@@ -3,7 +3,6 @@ summarises the record it produced; none holds logic of its own beyond that glue.
 
 from __future__ import annotations
 
-import sys
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -13,6 +12,7 @@ from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from builders import compare as compare_mod
 from builders import recipe, sbom, snapshot
 from flows.config import Config, Lane
+from flows.gpu_slot import gpu_slot
 from flows.hostmap import host_for
 from flows.workspace import Workspace
 from gates.lane import run_lane
@@ -111,9 +111,11 @@ def package_release(cfg: Config, ws: Workspace, candidate: dict, builds) -> dict
 def qualify_lane(cfg: Config, ws: Workspace, candidate: dict, lane: Lane, wheel: Path) -> dict:
     log = get_run_logger()
     host = host_for(cfg, lane.host)
-    record = run_lane(host, lane.name, lane.kind, candidate_ref(candidate), candidate["package"]["version"], wheel,
-                      workdir=str(ws.lane(lane.name)), base_python=sys.executable if lane.host == "local" else "python3",
-                      model=lane.model, progress=lambda line: log.info("lane %s: %s", lane.name, line))
+    with gpu_slot(lane.gpu, lane.host):
+        record = run_lane(host, lane.name, lane.kind, candidate_ref(candidate), candidate["package"]["version"], wheel,
+                          workdir=str(ws.lane(lane.name)), base_python=cfg.lane_python(lane),
+                          lease_path=cfg.lease_path(lane), model=lane.model, state_dir=ws.lane(lane.name),
+                          progress=lambda line: log.info("lane %s: %s", lane.name, line))
     subjects = [_subject(record["artifact"]["name"], record["artifact"]["sha256"])]
     ReleaseDir(ws.release).add_receipt("lane", receipts.sign_receipt("lane", subjects, record, _key(cfg)), label=lane.name)
     create_table_artifact(key=f"lane-{_key_name(lane.name)}", description=f"Lane {lane.name}: {record['verdict']}",

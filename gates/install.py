@@ -24,6 +24,12 @@ class Installed:
     venv: str
     wheel_sha256: str
 
+    @property
+    def cwd(self) -> str:
+        """Run the lane's commands here: `python -c` and `-m` put the working directory first on
+        sys.path, and a checkout of the engine's source there would shadow the installed wheel."""
+        return self.venv
+
 
 def _sha256(path: Path) -> str:
     digest = hashlib.sha256()
@@ -65,7 +71,7 @@ _IDENTITY = (
 
 def check_identity(host, installed: Installed, expected_version: str) -> dict:
     """The engine that imports must be the one just installed, at the candidate's version."""
-    out = host.run([installed.python, "-c", _IDENTITY], timeout=120)
+    out = host.run([installed.python, "-c", _IDENTITY], cwd=installed.cwd, timeout=120)
     if out.exit_code != 0:
         raise PhaseFailed("the installed engine does not import", {"stderr_tail": out.stderr[-2000:]})
     facts = json.loads(out.stdout.strip().splitlines()[-1])

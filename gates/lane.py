@@ -7,7 +7,7 @@ from __future__ import annotations
 import hashlib
 import os
 import posixpath
-import socket
+import re
 from pathlib import Path
 from typing import Callable
 
@@ -29,16 +29,16 @@ def _phases(kind: str, host, wheel: Path, workdir: str, base_python: str, versio
 
 
 def run_lane(host, lane: str, kind: str, candidate: dict, version: str, wheel: Path, *, workdir: str,
-             base_python: str, model: str | None = None, progress: Progress | None = None,
+             base_python: str, lease_path: str, model: str | None = None, progress: Progress | None = None,
              state_dir: Path | None = None) -> dict:
     """Run lane `lane` of kind `kind` for `candidate` (a candidate ref) on `host`; return its record."""
     say = progress or (lambda message: None)
-    owner = {"run": os.environ.get("PREFECT__FLOW_RUN_ID", f"lane-{lane}"), "pid": os.getpid(),
-             "holder": socket.gethostname()}
+    run_id = os.environ.get("PREFECT__FLOW_RUN_ID", f"lane-{lane}-{candidate['id'][:12]}")
     remote_work = posixpath.join(workdir, "window")
     state_file = (state_dir or Path(workdir)) / f"phases-{lane}.json"
     outcomes: list[PhaseOutcome] = []
-    window = LaneWindow(host, lane=lane, owner=owner, watch_files=(), progress=say)
+    window = LaneWindow(host, lane=lane, run_id=run_id, lease_path=lease_path,
+                        process_pattern=re.escape(remote_work), progress=say)
     with window:
         chain = PhaseChain(state_file, key=f"{candidate['id']}:{lane}:{kind}", progress=say)
         outcomes = chain.run(_phases(kind, host, wheel, remote_work, base_python, version, model))

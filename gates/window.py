@@ -12,7 +12,7 @@ from typing import Callable
 from gates.phases import PhaseOutcome
 from hosts.errors import RestoreIncomplete
 from hosts.lease import Lease
-from hosts.snapshot import SnapshotSpec, restore, take_snapshot
+from hosts.snapshot import SnapshotSpec, discard, restore, take_snapshot
 
 
 def _now() -> str:
@@ -20,12 +20,14 @@ def _now() -> str:
 
 
 class LaneWindow:
-    def __init__(self, host, *, lane: str, owner: dict, watch_files=(), progress: Callable[[str], None] | None = None,
-                 lease_name: str = "gpu-owner", engine_pattern: str = "-m engine serve"):
-        self.host, self.lane, self.owner = host, lane, owner
+    def __init__(self, host, *, lane: str, run_id: str, lease_path: str, process_pattern: str, watch_files=(),
+                 progress: Callable[[str], None] | None = None):
+        self.host, self.lane = host, lane
         self.say = progress or (lambda message: None)
-        self.lease = Lease(host, name=lease_name, run_id=str(owner.get("run")))
-        self.spec = SnapshotSpec(engine_pattern=engine_pattern, files=tuple(watch_files))
+        self.lease = Lease(host, lease_path, run_id=run_id)
+        # Only processes of this window's own engine count: a pattern over the lane's working
+        # directory, so that a restore never touches another user's engine on a shared host.
+        self.spec = SnapshotSpec(process_pattern=process_pattern, files=list(watch_files), lease_path=lease_path)
         self.before = None
         self.diff: list[str] = []
         self.restored = False
@@ -35,7 +37,7 @@ class LaneWindow:
     def __enter__(self) -> "LaneWindow":
         self.opened_at = _now()
         self.lease.acquire()
-        self.say(f"lease {self.lease.name} held on {self.host.name}")
+        self.say(f"lease {self.lease.path} held on {self.host.name}")
         try:
             self.before = take_snapshot(self.host, self.spec)
         except BaseException:
@@ -45,8 +47,7 @@ class LaneWindow:
 
     def __exit__(self, exc_type, exc, tb) -> bool:
         try:
-            report = restore(self.host, self.before, self.spec)
-            self.diff = list(report.remaining)
+            self.diff = restore(self.host, self.before, self.spec)
             self.restored = not self.diff
             self.say("host restored as found" if self.restored else f"restore INCOMPLETE: {self.diff}")
         except RestoreIncomplete as incomplete:
@@ -57,7 +58,10 @@ class LaneWindow:
             self.diff, self.restored = [self.error], False
             self.say(self.error)
         finally:
-            self.lease.release()
+            try:
+                discard(self.host, self.before)
+            finally:
+                self.lease.release()
             self.closed_at = _now()
         return False
 
@@ -69,5 +73,6 @@ class LaneWindow:
                             self.closed_at or _now(), facts)
 
     def record(self) -> dict:
-        return {"lease": {"name": self.lease.name, "opened_at": self.opened_at, "closed_at": self.closed_at},
+        return {"lease": {"path": self.lease.path, "opened_at": self.opened_at, "closed_at": self.closed_at,
+                          "broke_stale": len(self.lease.broke)},
                 "restored": self.restored, "restore_diff": self.diff}

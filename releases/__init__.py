@@ -1,1 +1,1 @@
-"""releases."""
+"""Release records, crypto, verification and stores. Pure data and crypto: imports no other folder."""

@@ -68,7 +68,8 @@ def show(path: Path = typer.Argument(..., help="release directory"),
         raise typer.Exit(2)
     cand = manifest["candidate"]
     console.print(f"version {manifest['version']}  state [bold]{manifest['state']}[/bold]")
-    console.print(f"candidate {cand['id']}  commit {cand['commit']}  tree {cand['tree']}")
+    console.print(f"candidate {cand['id']}")
+    console.print(f"  commit {cand['commit']}  tree {cand['tree']}")
     arts = Table(title="artifacts")
     for column in ("kind", "path", "size", "sha256"):
         arts.add_column(column)

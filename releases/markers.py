@@ -13,7 +13,8 @@ PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("home directory", re.compile(r"/home/[A-Za-z0-9._-]+|/root/|/Users/[A-Za-z0-9._-]+")),
     ("PEM private key", re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----")),
     ("cloud access key id", re.compile(r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA)[0-9A-Z]{16}\b")),
-    ("cloud secret key", re.compile(r"(?i)(?:aws_?)?secret_?access_?key\W{0,3}[:=]\s*\S+|aws_?secret\S*\W{0,3}[:=]\s*\S+")),
+    # A secret's name alone in a public record is already a leak of intent; flag it, value or not.
+    ("cloud secret key", re.compile(r"(?i)secret_?access_?key|aws_?secret")),
     ("GitHub token", re.compile(r"\bghp_[A-Za-z0-9]{20,}|\bgh[osur]_[A-Za-z0-9]{20,}|\bgithub_pat_[A-Za-z0-9_]{20,}")),
     ("Slack token", re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{8,}")),
     ("API secret key", re.compile(r"\bsk-[A-Za-z0-9_-]{16,}")),

@@ -10,7 +10,7 @@ from typing import Any
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
 from releases import dsse
-from releases.canonical import canonical_json, file_sha256, sha256_hex
+from releases.canonical import canonical_json, file_sha256, load_json_bytes, sha256_hex
 from releases.errors import ImmutableRelease, RecordError
 from releases.keys import key_id, public_pem
 from releases.manifest import load_manifest, manifest_bytes
@@ -48,6 +48,13 @@ def write_json(path: str | Path, obj: Any, kind: str | None = None) -> str:
     if kind is not None:
         validate(kind, obj, Path(path).name)
     return write_bytes(path, canonical_json(obj))
+
+
+def read_json(path: str | Path, kind: str | None = None) -> Any:
+    """Read a record strictly (no duplicate keys, no NaN) and validate it again when `kind` is given."""
+    path = Path(path)
+    obj = load_json_bytes(path.read_bytes(), where=path.name)
+    return validate(kind, obj, path.name) if kind is not None else obj
 
 
 def receipt_path(kind: str, label: str | None = None) -> str:

@@ -26,7 +26,9 @@ def _registry() -> Registry:
     resources = []
     for path in sorted(SCHEMA_DIR.glob(f"*{_SUFFIX}")):
         contents = json.loads(path.read_text(encoding="utf-8"))
-        resources.append((contents["$id"], Resource.from_contents(contents, default_specification=DRAFT202012)))
+        # Another team's schema may omit $id; it is still reachable under the conventional URI.
+        uri = contents.get("$id") or f"https://assay.dev/schemas/{path.name}"
+        resources.append((uri, Resource.from_contents(contents, default_specification=DRAFT202012)))
     return Registry().with_resources(resources)
 
 

@@ -15,7 +15,7 @@ from releases.keys import key_id, load_public_key
 from releases.manifest import missing_for
 from releases.release_dir import MANIFEST, MANIFEST_SIG, PUBLIC_KEY
 from releases.schema import errors as schema_errors
-from releases.sums import SUMS_NAME, files_to_sum, parse_sums
+from releases.sums import files_to_sum, parse_sums
 from releases.verify_records import check_records
 
 __all__ = ["VerificationReport", "verify_release", "Failure"]
@@ -53,6 +53,8 @@ class Checker:
         data = None
         if path.is_symlink():
             self.fail(rel, field_in_manifest, "is a symbolic link; a release holds plain files only")
+        elif not path.resolve().is_relative_to(self.root.resolve()):
+            self.fail(rel, field_in_manifest, "resolves outside the release directory")
         elif not path.is_file():
             self.fail(rel, field_in_manifest, "missing: named by the manifest but not in the directory")
         else:
@@ -98,6 +100,13 @@ def named_files(manifest: dict) -> dict[str, tuple[str, str]]:
         for i, entry in enumerate(manifest.get(key, [])):
             named[entry["path"]] = (f"{key}/{i}", entry["sha256"])
     return named
+
+
+def _check_unique_paths(check: Checker, manifest: dict, named: dict[str, tuple[str, str]]) -> None:
+    total = sum(1 for k in ("candidate_record", "sums", "ledger", "public_key", "approval") if k in manifest)
+    total += sum(len(manifest.get(k, [])) for k in ("artifacts", "sboms", "receipts", "waivers"))
+    if total != len(named) or named.keys() & {MANIFEST, MANIFEST_SIG}:
+        check.fail(MANIFEST, "", "the manifest names one path twice (or names manifest.json/manifest.sig)")
 
 
 def _load_key(check: Checker, manifest: dict, given: Any) -> Ed25519PublicKey | None:
@@ -222,6 +231,7 @@ def verify_release(
     for item in missing_for(manifest, manifest["state"]):
         check.fail(MANIFEST, "state", f"state {manifest['state']} lacks {item}")
     named = named_files(manifest)
+    _check_unique_paths(check, manifest, named)
     key = _load_key(check, manifest, public_key)
     if key is not None:
         _check_manifest_sig(check, raw, key)

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from pathlib import PurePosixPath
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
@@ -64,6 +64,9 @@ def _check_kind(check: Checker, rel: str, kind: str, stmt: dict, pred: dict, man
             if art is None or art["sha256"] != asset["sha256"]:
                 check.fail(rel, f"payload/predicate/assets/{i}", f"staged asset {asset['name']} is not a shipped artifact")
     elif kind == "reproducibility":
+        compared = {PurePosixPath(f["name"]).name for f in pred["files"]}
+        for name in sorted(set(by_name) - compared):
+            check.fail(rel, "payload/predicate/files", f"shipped artifact {name} was not compared")
         for i, f in enumerate(pred["files"]):
             art = by_name.get(PurePosixPath(f["name"]).name)
             if art is None:
@@ -119,6 +122,12 @@ def _check_ready(check: Checker, preds: dict[str, list[tuple[str, dict]]], waive
     for rel, p in preds.get("acceptance", []):
         if p["verdict"] != "pass":
             check.fail(rel, "payload/predicate/verdict", f"acceptance window is {p['verdict']}")
+        window = p["window"]
+        if window["held_s"] > window["max_hold_s"]:
+            check.fail(rel, "payload/predicate/window/held_s",
+                       f"host held {window['held_s']}s, longer than the allowed {window['max_hold_s']}s")
+        if window["closed_at"] < window["opened_at"]:  # same-offset RFC 3339 strings compare in time order
+            check.fail(rel, "payload/predicate/window/closed_at", "window closed before it opened")
     for rel, p in preds.get("reproducibility", []):
         if p["verdict"] == "not_reproducible":
             check.fail(rel, "payload/predicate/verdict", "builds are not reproducible")

@@ -12,7 +12,7 @@ import pytest
 
 from flows.services import free_port, start_server, stop_pid
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="session")

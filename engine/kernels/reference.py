@@ -26,7 +26,10 @@ def quantize_int8(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     so both produce identical bytes.
     """
     xf = x.float()
-    scale = xf.abs().amax(dim=-1) / INT8_MAX
+    amax = xf.abs().amax(dim=-1)
+    # Tensor by tensor: PyTorch's CUDA division by a Python scalar multiplies by its
+    # reciprocal, which can differ from the kernel's IEEE division in the last bit.
+    scale = amax / torch.full_like(amax, INT8_MAX)
     safe = torch.where(scale > 0, scale, torch.ones_like(scale))
     y = xf / safe.unsqueeze(-1)
     q = torch.sign(y) * torch.floor(y.abs() + 0.5)

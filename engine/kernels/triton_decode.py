@@ -1,7 +1,7 @@
 """Paged decode attention in Triton, flash-decoding style.
 
-Stage 1 splits every sequence's KV into chunks of SPLIT_TOKENS (a constant, so a sequence's
-result never depends on what else is in the batch) and computes, per (sequence, kv head,
+Stage 1 splits every sequence's KV into chunks of a fixed number of tokens (a constant per
+cache dtype, so a sequence's result never depends on what else is in the batch) and computes, per (sequence, kv head,
 split), the partial output of all q heads sharing that kv head plus their log-sum-exp: each
 KV block is read once per kv head. Stage 2 merges a sequence's splits in order by log-sum-exp.
 The grid is sized from block_tables' width rather than the longest sequence, so no host
@@ -21,6 +21,7 @@ import triton.language as tl
 from engine.kernels import checks
 
 SPLIT_TOKENS = 256
+MERGE_CHUNK = 16        # splits merged per step of stage 2; a constant, for batch invariance
 LOG2E = 1.4426950408889634
 
 
@@ -43,7 +44,12 @@ class DecodeConfig:
             raise ValueError(f"split_tokens {self.split_tokens} is not a multiple of block_n {self.block_n}")
 
 
-DEFAULT_CONFIGS = {False: DecodeConfig(), True: DecodeConfig()}   # keyed by "cache is int8"
+# Keyed by "cache is int8". Picked by bench_kernels.py --sweep on an H200 (8B shape, best summed
+# relative time at 1K and 32K context, batch 1); docs/perf/kernels.md has the figures.
+DEFAULT_CONFIGS = {
+    False: DecodeConfig(block_n=128, num_warps=4, num_stages=3, split_tokens=256),
+    True: DecodeConfig(block_n=128, num_warps=4, num_stages=3, split_tokens=128),
+}
 
 
 @triton.jit
@@ -117,9 +123,22 @@ def _decode_split_kernel(
 
 
 @triton.jit
+def _merge_chunk(po_ptr, lse_row, base, stride_ps, c, num_splits, d, dmask,
+                 CHUNK: tl.constexpr):
+    """Splits c*CHUNK.. of one (sequence, head): lse [CHUNK] (-inf past the end), o [CHUNK, D]."""
+    sp = c * CHUNK + tl.arange(0, CHUNK)
+    smask = sp < num_splits
+    lse = tl.load(lse_row + sp, mask=smask, other=float("-inf"))
+    o = tl.load(po_ptr + base + sp[:, None] * stride_ps + d[None, :],
+                mask=smask[:, None] & dmask[None, :], other=0.0)
+    return lse, o
+
+
+@triton.jit
 def _decode_merge_kernel(po_ptr, plse_ptr, sl_ptr, out_ptr,
                          stride_pb, stride_ph, stride_ps, stride_lb, stride_lh, stride_ob, stride_oh,
-                         HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr, SPLIT: tl.constexpr):
+                         HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr, SPLIT: tl.constexpr,
+                         CHUNK: tl.constexpr):
     b = tl.program_id(0)
     h = tl.program_id(1)
     d = tl.arange(0, BLOCK_D)
@@ -132,23 +151,25 @@ def _decode_merge_kernel(po_ptr, plse_ptr, sl_ptr, out_ptr,
         return
     base = b * stride_pb + h * stride_ph
     lse_row = plse_ptr + b * stride_lb + h * stride_lh
-    # Splits merge strictly in order, so the sum never depends on the batch's shape.
-    m = tl.load(lse_row)
-    acc = tl.load(po_ptr + base + d, mask=dmask, other=0.0)
-    w_sum = m * 0.0 + 1.0
+    # Splits merge CHUNK at a time (a constant) and chunks strictly in order, so the sum
+    # depends only on this sequence, never on the batch; masked splits add exact zeros.
+    lse, o = _merge_chunk(po_ptr, lse_row, base, stride_ps, 0, num_splits, d, dmask, CHUNK)
+    m = tl.max(lse, axis=0)
+    w = tl.math.exp2(lse - m)
+    acc = tl.sum(o * w[:, None], axis=0)
+    w_sum = tl.sum(w, axis=0)
     # A while loop: Triton's interpreter cannot take a loaded value as a range() bound
     # under numpy 2.x.
-    s = 1
-    while s < num_splits:
-        lse = tl.load(lse_row + s)
-        o = tl.load(po_ptr + base + s * stride_ps + d, mask=dmask, other=0.0)
-        m_new = tl.maximum(m, lse)
+    c = 1
+    while c * CHUNK < num_splits:
+        lse, o = _merge_chunk(po_ptr, lse_row, base, stride_ps, c, num_splits, d, dmask, CHUNK)
+        m_new = tl.maximum(m, tl.max(lse, axis=0))
         a = tl.math.exp2(m - m_new)
         w = tl.math.exp2(lse - m_new)
-        acc = acc * a + o * w
-        w_sum = w_sum * a + w
+        acc = acc * a + tl.sum(o * w[:, None], axis=0)
+        w_sum = w_sum * a + tl.sum(w, axis=0)
         m = m_new
-        s += 1
+        c += 1
     tl.store(dst, (acc / w_sum).to(out_ptr.dtype.element_ty), mask=dmask)
 
 
@@ -195,7 +216,8 @@ def paged_decode_attention_triton(q, k_cache, v_cache, k_scale, v_scale, block_t
     _decode_merge_kernel[(batch, hq)](
         partial, lse, seq_lens, out, sp_b, sp_h, sp_s, lse.stride(0), lse.stride(1),
         out.stride(0), out.stride(1),
-        HEAD_DIM=d, BLOCK_D=triton.next_power_of_2(d), SPLIT=cfg.split_tokens, num_warps=1)
+        HEAD_DIM=d, BLOCK_D=triton.next_power_of_2(d), SPLIT=cfg.split_tokens, CHUNK=MERGE_CHUNK,
+        num_warps=4)
     return out
 
 

@@ -44,6 +44,9 @@ def serve(state) -> int:
             # Stop admitting at once; uvicorn then drains open requests up to its timeout.
             state.draining = True
             super().handle_exit(sig, frame)
+            # uvicorn re-raises a captured signal once it has stopped, which would kill the
+            # process before the checkpoint flush and the shutdown record below.
+            self._captured_signals.clear()
 
     listen = state.profile["listen"]
     config = uvicorn.Config(create_app(state), host=listen["host"], port=listen["port"],

@@ -56,6 +56,15 @@ class Outcome:
     cached_tokens: int
 
 
+def _engine_run_s(stats: dict, prefilled: int, generated: int) -> float:
+    """Seconds the engine held the request (admission to finish), from its own rates: the
+    engine's clock, not this thread's, so that one request's end and the next one's admission
+    are ordered as the scheduler saw them."""
+    pre, dec = stats.get("prefill_tok_s") or 0.0, stats.get("decode_tok_s") or 0.0
+    return (prefilled / pre if pre > 0 else 0.0) + (max(generated - 1, 0) / dec if dec > 0
+                                                     else 0.0)
+
+
 class Generation:
     def __init__(self, state: ServerState, *, route: str, prompt_ids: list[int],
                  params: SamplingParams, session: str | None, arrived: float, prompt_text: str):
@@ -131,6 +140,7 @@ class Generation:
         gaps = [b - a for a, b in zip(self._times, self._times[1:])]
         queue_s = float(stats.get("queue_s") or 0.0)
         spec = stats.get("spec") or {}
+        run_s = _engine_run_s(stats, len(self.prompt_ids) - int(res.cached_tokens), len(ids))
         st.metrics.observe_tokens(first - self.arrived, gaps)
         st.metrics.observe_spec(spec)
         out = Outcome(text=self.detok.text(), finish_reason=res.finish_reason,
@@ -143,7 +153,9 @@ class Generation:
                      output_digest=text_digest(out.text), checkpoint=self.checkpoint,
                      checkpoint_saved=saved, submitted_at=round(self.submitted, 6),
                      admitted_at=round(self.submitted + queue_s, 6),
+                     engine_finished_at=round(self.submitted + queue_s + run_s, 6),
                      finished_at=round(ended, 6), queue_s=round(queue_s, 6),
+                     engine_run_s=round(run_s, 6),
                      ttft_s=round(first - self.arrived, 6),
                      prefill_s=round(max(first - self.submitted - queue_s, 0.0), 6),
                      decode_s=round(ended - first, 6), total_s=round(ended - self.arrived, 6),

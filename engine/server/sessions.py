@@ -54,20 +54,16 @@ def restore_session(state: ServerState, session: str) -> str | None:
 
 
 def flush_sessions(state: ServerState) -> tuple[int, int]:
-    """Save every session used since its last save that meets the auto-save threshold.
-    Returns (saved, failed)."""
+    """At shutdown: save every session used since its last save, whatever its length (the
+    token threshold only spaces out automatic saves while serving). Returns (saved, failed)."""
     if state.checkpoints is None:
         return 0, 0
     saved = failed = 0
-    threshold = state.profile["checkpoints"]["auto_save_min_tokens"]
     held = set(state.llm.sessions())
     for key in state.take_dirty():
         if key not in held:
-            continue
+            continue  # evicted from the pool meanwhile: nothing left to save
         try:
-            snap_len = len(state.llm.export_session(key).token_ids)
-            if snap_len < threshold:
-                continue
             save_session(state, key)
             saved += 1
         except Exception:  # one bad session must not stop the others from being saved

@@ -16,8 +16,9 @@ DEFAULT_FLOOR = 0.95
 DEFAULT_MAX_LEG_SPREAD = 0.10
 WEIGHTING = ("weighted geometric mean of per-case ratios; weight = case weight x tokens decoded "
              "in the case over all four legs")
-WAIVER_RULE = ("a waiver covers a case below the floor when it names the case and a ratio that the "
-               "measured ratio, both rounded to 4 decimals, is at or above")
+WAIVER_RULE = ("a waiver covers a case below the floor when it names the case, the measured ratio rounded "
+               "to 4 decimals is >= the waived ratio rounded to 4 decimals, and any candidate it names is "
+               "the input's candidate")
 
 
 def _waiver_terms(waiver: dict, where: str, source: str) -> tuple[str, float]:

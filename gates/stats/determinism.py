@@ -36,6 +36,7 @@ def judge_determinism(data: dict, *, source: str = "<input>") -> dict:
             if first is None:
                 first = {"prompt": p, "run": bad[0], "sha256": [digests[0], digests[bad[0]]]}
     valid = not reasons
+    differ = set(differing)
     if first is not None:
         # A difference is decisive even when some prompt is missing: a missing prompt cannot undo it.
         verdict = "fail"
@@ -45,7 +46,7 @@ def judge_determinism(data: dict, *, source: str = "<input>") -> dict:
         verdict = "pass" if valid else "inconclusive"
     body = {
         "counts": {"runs": len(runs), "prompts": len(prompts), "differing": len(differing),
-                   "identical": sum(1 for p in prompts if p not in differing and all(p in m for m in maps))},
+                   "identical": sum(1 for p in prompts if p not in differ and all(p in m for m in maps))},
         "first_difference": first,
     }
     return make_verdict("verdict-determinism", data, verdict, reasons, body)

@@ -15,6 +15,7 @@ def main(argv: list[str] | None = None) -> int:
     p_up = sub.add_parser("up", help="start sshd containers and write an inventory")
     p_up.add_argument("--count", type=int, default=2)
     p_up.add_argument("--inventory", type=Path, required=True)
+    p_up.add_argument("--bed", default=None, help="label for this bed (default: random)")
     p_down = sub.add_parser("down", help="remove test bed containers")
     p_down.add_argument("--bed", default=None, help="only this bed's containers (default: all)")
     args = parser.parse_args(argv)
@@ -22,7 +23,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "up":
             if args.count < 1:
                 parser.error("--count must be at least 1")
-            bed.up(args.count, args.inventory)
+            bed.up(args.count, args.inventory, bed_id=args.bed)
         else:
             bed.down(bed_id=args.bed)
     except TestbedError as e:

@@ -14,7 +14,8 @@ from pathlib import Path
 SUITE = "bookworm"
 INCLUDE = ("openssh-server", "python3", "procps", "iproute2")
 IMAGE_REPO = "assay-testbed"
-CACHE_DIR = Path(".assay/testbed")
+# The checkout's .assay/testbed (gitignored) unless ASSAY_TESTBED_CACHE names another place.
+CACHE_DIR = Path(os.environ.get("ASSAY_TESTBED_CACHE") or Path(__file__).resolve().parents[2] / ".assay" / "testbed")
 
 # Runs as the container's command: fresh host keys per container, the client key from the
 # environment, then sshd in the foreground.
@@ -35,9 +36,11 @@ class TestbedError(RuntimeError):
     pass
 
 
-def debian_mirror() -> str:
+def debian_mirror(paths: list[str] | None = None) -> str:
     """The Debian mirror this machine's apt is configured with (not the security one)."""
-    for path in sorted(glob.glob("/etc/apt/sources.list.d/*.sources")) + ["/etc/apt/sources.list"]:
+    if paths is None:
+        paths = sorted(glob.glob("/etc/apt/sources.list.d/*.sources")) + ["/etc/apt/sources.list"]
+    for path in paths:
         try:
             text = Path(path).read_text()
         except OSError:

@@ -47,23 +47,32 @@ class S3Store:
         except BotoCoreError as exc:
             raise self._fail("head", key, exc) from exc
 
+    def _stored_sha256(self, key: str) -> str:
+        h = hashlib.sha256()
+        try:
+            body = self.client.get_object(Bucket=self.bucket, Key=self._key(key))["Body"]
+            for chunk in body.iter_chunks(1 << 20):
+                h.update(chunk)
+        except (ClientError, BotoCoreError) as exc:
+            raise self._fail("get", key, exc) from exc
+        return h.hexdigest()
+
     def _refuse_if_different(self, key: str, sha: str) -> str:
-        existing = hashlib.sha256(self.read_bytes(key)).hexdigest()
+        existing = self._stored_sha256(key)
         if existing != sha:
             raise PublishRefused(f"{self!r}: key {key} already holds different bytes; refusing to overwrite", key=key)
         return sha
 
     def put_file(self, key: str, path: str | Path) -> str:
         sha = file_sha256(path)
-        body = Path(path).read_bytes()
         if not self.conditional_put:
             # Fallback for servers without conditional writes: a race between head and put remains,
             # which is why the publish flow re-downloads and verifies everything afterwards.
             if self.exists(key):
                 return self._refuse_if_different(key, sha)
-            return self._put(key, body, sha, conditional=False)
+            return self._put(key, path, sha, conditional=False)
         try:
-            return self._put(key, body, sha, conditional=True)
+            return self._put(key, path, sha, conditional=True)
         except ClientError as exc:
             code = exc.response.get("Error", {}).get("Code")
             status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
@@ -74,10 +83,12 @@ class S3Store:
                 return self.put_file(key, path)
             raise self._fail("put", key, exc) from exc
 
-    def _put(self, key: str, body: bytes, sha: str, *, conditional: bool) -> str:
+    def _put(self, key: str, path: str | Path, sha: str, *, conditional: bool) -> str:
         extra = {"IfNoneMatch": "*"} if conditional else {}
         try:
-            self.client.put_object(Bucket=self.bucket, Key=self._key(key), Body=body, Metadata={"sha256": sha}, **extra)
+            with open(path, "rb") as body:
+                self.client.put_object(Bucket=self.bucket, Key=self._key(key), Body=body,
+                                       Metadata={"sha256": sha}, **extra)
         except BotoCoreError as exc:
             raise self._fail("put", key, exc) from exc
         except ClientError as exc:
@@ -87,9 +98,18 @@ class S3Store:
         return sha
 
     def get_file(self, key: str, path: str | Path) -> None:
-        data = self.read_bytes(key)
         Path(path).parent.mkdir(parents=True, exist_ok=True)
-        Path(path).write_bytes(data)
+        try:
+            body = self.client.get_object(Bucket=self.bucket, Key=self._key(key))["Body"]
+            with open(path, "wb") as out:
+                for chunk in body.iter_chunks(1 << 20):
+                    out.write(chunk)
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") in ("404", "NoSuchKey"):
+                raise StoreError(f"{self!r}: no object {key}") from exc
+            raise self._fail("get", key, exc) from exc
+        except BotoCoreError as exc:
+            raise self._fail("get", key, exc) from exc
 
     def read_bytes(self, key: str) -> bytes:
         try:

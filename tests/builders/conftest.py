@@ -57,9 +57,23 @@ def write_files(root: Path, files: dict[str, str]) -> None:
         path.write_text(text)
 
 
+# A build hook that embeds where and as whom it ran: caught only because a and b vary both.
+ENV_HOOK = """\
+import os
+from hatchling.builders.hooks.plugin.interface import BuildHookInterface
+
+
+class EnvHook(BuildHookInterface):
+    def initialize(self, version, build_data):
+        with open(f"{self.root}/fixturepkg/_stamp.py", "w") as fh:
+            fh.write(f"BUILT_IN = {os.getcwd()!r}\\nBUILT_BY = {os.environ.get('USER')!r}\\n")
+"""
+
+
 def fixture_files(subdir: str = "pkg", name: str = "fixture-pkg", version: str = "1.2.3",
-                  clock_hook: bool = False) -> dict[str, str]:
-    extra = '[tool.hatch.build.targets.wheel.hooks.custom]\npath = "hatch_build.py"\n' if clock_hook else ""
+                  clock_hook: bool = False, env_hook: bool = False) -> dict[str, str]:
+    hooked = clock_hook or env_hook
+    extra = '[tool.hatch.build.targets.wheel.hooks.custom]\npath = "hatch_build.py"\n' if hooked else ""
     files = {
         f"{subdir}/pyproject.toml": PYPROJECT.format(name=name, version=version, extra=extra),
         f"{subdir}/fixturepkg/__init__.py": '"""Fixture."""\nVALUE = 42\n',
@@ -68,8 +82,8 @@ def fixture_files(subdir: str = "pkg", name: str = "fixture-pkg", version: str =
         "outside.txt": "not part of the package\n",
         ".gitignore": "*.pyc\n__pycache__/\n",
     }
-    if clock_hook:
-        files[f"{subdir}/hatch_build.py"] = CLOCK_HOOK
+    if hooked:
+        files[f"{subdir}/hatch_build.py"] = CLOCK_HOOK if clock_hook else ENV_HOOK
         files[f"{subdir}/fixturepkg/_stamp.py"] = "BUILT_AT = 0\n"
     return files
 
@@ -91,9 +105,10 @@ def fixture_repo(tmp_path: Path) -> Path:
 class Built:
     """One frozen fixture candidate built twice on the local host."""
 
-    def __init__(self, root: Path, repo: Path, candidate: dict, source: Path, a, b, workroot: Path):
+    def __init__(self, root: Path, repo: Path, candidate: dict, source: Path, a, b, workroot: Path,
+                 progress: list):
         self.root, self.repo, self.candidate, self.source = root, repo, candidate, source
-        self.a, self.b, self.workroot = a, b, workroot
+        self.a, self.b, self.workroot, self.progress = a, b, workroot, progress
 
     @property
     def wheel_a(self) -> Path:
@@ -109,9 +124,11 @@ def build_fixture(root: Path, files: dict[str, str], subdir: str = "pkg") -> Bui
     candidate = freeze(repo, subdir=subdir)
     source = export_source(repo, candidate, root / "export")
     workroot = root / "work"
-    host = LocalHost()
-    a, b = build_twice(host, host, candidate, source, str(workroot), timeout=300)
-    return Built(root, repo, candidate, source, a, b, workroot)
+    host_a, host_b = LocalHost("builder-a"), LocalHost("builder-b")
+    progress: list[tuple[str, str, str]] = []
+    a, b = build_twice(host_a, host_b, candidate, source, str(workroot), timeout=300,
+                       progress=lambda *event: progress.append(event))
+    return Built(root, repo, candidate, source, a, b, workroot, progress)
 
 
 @pytest.fixture(scope="session")

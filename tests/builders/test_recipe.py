@@ -9,7 +9,8 @@ from builders.recipe import build
 from hosts.local import LocalHost
 from releases.canonical import canonical_json, file_sha256
 from releases.schema import validate
-from tests.builders.conftest import COMMIT_EPOCH
+from builders.snapshot import export_source, freeze
+from tests.builders.conftest import COMMIT_EPOCH, fixture_files, make_repo
 
 
 def test_two_builds_of_a_fixture_are_identical(built_fixture):
@@ -24,6 +25,15 @@ def test_two_builds_of_a_fixture_are_identical(built_fixture):
     assert rec["verdict"] == "reproducible"
     assert rec["difference_count"] == 0 and rec["unexplained"] == 0
     assert [f["identical"] for f in rec["files"]] == [True, True]
+
+
+def test_build_output_streams_to_the_progress_callback(built_fixture):
+    for label, result in (("a", built_fixture.a), ("b", built_fixture.b)):
+        text = "".join(t for lab, _, t in built_fixture.progress if lab == label)
+        assert "Successfully built" in text and "fixture_pkg-1.2.3.tar.gz" in text
+        # The log is stdout then stderr; the stream interleaves them as they came.
+        assert sorted(text.splitlines()) == sorted(result.log.splitlines())
+    assert {stream for _, stream, _ in built_fixture.progress} <= {"stdout", "stderr"}
 
 
 def test_build_records_are_provenance_and_show_what_varied(built_fixture):
@@ -41,6 +51,7 @@ def test_build_records_are_provenance_and_show_what_varied(built_fixture):
     vb = b["buildDefinition"]["internalParameters"]["varied"]
     assert va["build_dir"] != vb["build_dir"]
     assert va["variables"]["USER"] != vb["variables"]["USER"]
+    assert (va["host"], vb["host"]) == ("builder-a", "builder-b")
     assert a["runDetails"]["metadata"]["invocationId"] != b["runDetails"]["metadata"]["invocationId"]
 
 
@@ -60,12 +71,17 @@ def test_build_refuses_an_existing_directory_and_reports_failures(built_fixture,
     host = LocalHost()
     with pytest.raises(BuildFailed, match="already exists"):
         build(host, built_fixture.candidate, built_fixture.source, "c", str(built_fixture.workroot / "a"))
-    broken = tmp_path / "broken"
-    broken.mkdir()
-    (broken / "pyproject.toml").write_text("[build-system]\nrequires = []\nbuild-backend = 'nope.backend'\n")
+    with pytest.raises(BuildFailed, match="does not hold the candidate's source"):
+        build(host, built_fixture.candidate, built_fixture.repo, "c", str(tmp_path / "w0"))
+    files = fixture_files()
+    files["pkg/pyproject.toml"] = files["pkg/pyproject.toml"].replace('"hatchling.build"', '"no_such.backend"')
+    repo = make_repo(tmp_path / "broken", files)
+    cand = freeze(repo, subdir="pkg")
+    src = export_source(repo, cand, tmp_path / "src")
     with pytest.raises(BuildFailed) as err:
-        build(host, built_fixture.candidate, broken, "c", str(tmp_path / "work"), timeout=120)
+        build(host, cand, src, "c", str(tmp_path / "work"), timeout=120)
     assert "exited" in str(err.value) and err.value.label == "c"
+    assert "no_such" in err.value.output_tail
 
 
 def test_remote_host_needs_an_interpreter(built_fixture, tmp_path):

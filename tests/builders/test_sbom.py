@@ -15,18 +15,18 @@ from releases.canonical import file_sha256
 def test_sboms_validate_and_are_byte_identical_across_runs(built_fixture, tmp_path):
     first = write_sboms(built_fixture.wheel_a, built_fixture.candidate, tmp_path / "one")
     second = write_sboms(built_fixture.b.artifacts[0], built_fixture.candidate, tmp_path / "two")
-    for kind in ("spdx", "cyclonedx"):
+    for kind in ("spdx-2.3", "cyclonedx-1.5"):
         assert first[kind].read_bytes() == second[kind].read_bytes(), kind
         assert str(tmp_path).encode() not in first[kind].read_bytes()
         assert str(built_fixture.root).encode() not in first[kind].read_bytes()
-    assert first["spdx"].name == "fixture_pkg-1.2.3-py3-none-any.spdx.json"
-    assert validate_full_spdx_document(parse_file(str(first["spdx"]))) == []
-    assert JsonStrictValidator(SchemaVersion.V1_5).validate_str(first["cyclonedx"].read_text()) is None
+    assert first["spdx-2.3"].name == "fixture_pkg-1.2.3-py3-none-any.spdx.json"
+    assert validate_full_spdx_document(parse_file(str(first["spdx-2.3"]))) == []
+    assert JsonStrictValidator(SchemaVersion.V1_5).validate_str(first["cyclonedx-1.5"].read_text()) is None
 
 
 def test_spdx_content(built_fixture, tmp_path):
     wheel = built_fixture.wheel_a
-    doc = json.loads(write_sboms(wheel, built_fixture.candidate, tmp_path)["spdx"].read_text())
+    doc = json.loads(write_sboms(wheel, built_fixture.candidate, tmp_path)["spdx-2.3"].read_text())
     assert doc["spdxVersion"] == "SPDX-2.3"
     assert doc["creationInfo"]["created"] == "2025-01-02T03:04:05Z"
     assert str(uuid.uuid5(uuid.NAMESPACE_URL, f"sha256:{file_sha256(wheel)}")) in doc["documentNamespace"]
@@ -47,7 +47,7 @@ def test_spdx_content(built_fixture, tmp_path):
 
 def test_cyclonedx_content(built_fixture, tmp_path):
     wheel = built_fixture.wheel_a
-    bom = json.loads(write_sboms(wheel, built_fixture.candidate, tmp_path)["cyclonedx"].read_text())
+    bom = json.loads(write_sboms(wheel, built_fixture.candidate, tmp_path)["cyclonedx-1.5"].read_text())
     assert bom["specVersion"] == "1.5"
     assert bom["serialNumber"] == f"urn:uuid:{uuid.uuid5(uuid.NAMESPACE_URL, 'sha256:' + file_sha256(wheel))}"
     assert bom["metadata"]["timestamp"].startswith("2025-01-02T03:04:05")
@@ -65,6 +65,21 @@ def test_a_different_wheel_gets_a_different_identity(built_fixture, tmp_path):
     with zipfile.ZipFile(built_fixture.wheel_a) as src, zipfile.ZipFile(other, "w") as dst:
         for info in src.infolist():
             dst.writestr(info, src.read(info) + (b"# changed\n" if info.filename.endswith("data.py") else b""))
-    one = json.loads(write_sboms(built_fixture.wheel_a, built_fixture.candidate, tmp_path / "1")["spdx"].read_text())
-    two = json.loads(write_sboms(other, built_fixture.candidate, tmp_path / "2")["spdx"].read_text())
+    one = json.loads(write_sboms(built_fixture.wheel_a, built_fixture.candidate, tmp_path / "1")["spdx-2.3"].read_text())
+    two = json.loads(write_sboms(other, built_fixture.candidate, tmp_path / "2")["spdx-2.3"].read_text())
     assert one["documentNamespace"] != two["documentNamespace"]
+
+
+def test_sboms_and_sums_fit_the_release_directory(built_fixture, tmp_path):
+    from builders.sums import sums_bytes
+    from releases.release_dir import ReleaseDir
+
+    rd = ReleaseDir(tmp_path / "release")
+    for path in built_fixture.a.artifacts:
+        rd.add_artifact(path, "wheel" if path.suffix == ".whl" else "sdist")
+    sboms = write_sboms(built_fixture.wheel_a, built_fixture.candidate, tmp_path / "sbom")
+    for fmt, path in sboms.items():
+        rd.add_sbom(path, fmt)
+    rd.write_sums()
+    # builders.sums names files exactly as the release directory does.
+    assert (tmp_path / "release" / "SHA256SUMS").read_bytes() == sums_bytes(built_fixture.a.artifacts, sboms.values())

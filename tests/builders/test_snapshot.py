@@ -40,9 +40,10 @@ def test_dirty_source_is_refused_naming_the_files(fixture_repo):
     (fixture_repo / "pkg" / "new_module.py").write_text("y = 2\n")
     (fixture_repo / "pkg" / "fixturepkg" / "cached.pyc").write_bytes(b"ignored")
     (fixture_repo / "outside.txt").write_text("changed outside the subdir\n")
+    (fixture_repo / "pkg" / "README.md").unlink()
     with pytest.raises(DirtySource) as err:
         freeze(fixture_repo, subdir="pkg")
-    assert err.value.files == ["pkg/fixturepkg/data.py", "pkg/new_module.py"]
+    assert err.value.files == ["pkg/README.md", "pkg/fixturepkg/data.py", "pkg/new_module.py"]
     assert "pkg/fixturepkg/data.py" in str(err.value) and "allow_dirty" in str(err.value)
 
 
@@ -92,7 +93,30 @@ def test_bad_sources_raise_typed_errors(tmp_path):
         freeze(repo, subdir="pkg")
     with pytest.raises(SnapshotError, match="nope"):
         freeze(repo, subdir="nope")
-    with pytest.raises(SnapshotError, match="no-such-ref"):
+    with pytest.raises(SnapshotError, match="ref 'no-such-ref' names no commit"):
         freeze(repo, ref="no-such-ref", subdir="pkg")
+    other = make_repo(tmp_path / "other", fixture_files(version="9.9.9"))
+    with pytest.raises(SnapshotError, match="does not exist|is not 'pkg'"):
+        export_source(other, {**freeze(other, subdir="pkg"), "tree": "0" * 40}, tmp_path / "x")
     with pytest.raises(SnapshotError, match="relative path"):
         freeze(repo, subdir="../elsewhere")
+
+
+def test_tree_id_of_an_export_equals_git_tree(tmp_path):
+    from builders.treehash import files_digest, git_tree_id
+
+    files = fixture_files()
+    files["pkg/tools/run.sh"] = "#!/bin/sh\n"
+    files["pkg/a-b/x.txt"] = "dir sorting: 'a-b' vs 'a.b' vs 'a'\n"
+    files["pkg/a.b"] = "file\n"
+    repo = make_repo(tmp_path / "repo", files)
+    os.chmod(repo / "pkg/tools/run.sh", 0o755)
+    git(repo, "commit", "-qam", "exec")
+    c = freeze(repo, subdir="pkg")
+    out = export_source(repo, c, tmp_path / "exp")
+    assert git_tree_id(out) == c["tree"]
+    (out / "a.b").write_text("changed\n")
+    assert git_tree_id(out) != c["tree"]
+    (repo / "pkg" / "extra.txt").write_text("dirty\n")
+    d = freeze(repo, subdir="pkg", allow_dirty=True)
+    assert files_digest(export_source(repo, d, tmp_path / "exp2")) == d["dirty_digest"]

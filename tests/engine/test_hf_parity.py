@@ -10,11 +10,11 @@ from tests.engine.helpers import PROMPTS, engine_logits, greedy
 transformers = pytest.importorskip("transformers")
 
 LOGIT_ATOL = 1e-4        # fp32 engine vs fp32 transformers, max abs difference
-INT8_LOGIT_ATOL = 0.25   # int8 KV (per-token, per-head absmax scales) vs fp32 transformers
-# Random-weight models have near-tied logits; int8 KV noise flips a few of them on some
-# prompts (seen here on "abc abc abc abc" for qwen3 at token 16), so the int8 continuation
-# check uses the prompts below, on which both tiny models agree token for token.
-INT8_PROMPTS = [p for p in PROMPTS if p != "abc abc abc abc"]
+INT8_LOGIT_RTOL = 0.03   # int8 KV vs fp32 transformers: max abs diff / max |logit|
+# Random-weight models have near-tied logits; int8 KV noise flips one now and then (seen here:
+# one prompt of six per model, past token 15). So with int8 KV all but one prompt must match
+# token for token, and a divergence is allowed only where the reference's top two logits lie
+# within the int8 error bound of each other.
 
 
 @pytest.fixture(scope="module")
@@ -48,17 +48,37 @@ def test_logits_match_transformers(tiny_dir, hf_models, device):
         assert ref.abs().max().item() > 1.0   # the comparison is not between two near-zero tensors
 
 
-@pytest.mark.parametrize("kv_dtype", ["auto", "int8"])
-def test_greedy_continuation_matches_transformers(tiny_dir, hf_models, device, kv_dtype):
+def test_greedy_continuation_matches_transformers(tiny_dir, hf_models, device):
     hf = hf_models[str(tiny_dir)]
-    llm = LLM(tiny_dir, device=device, kv_dtype=kv_dtype, kv_capacity_tokens=1024, prefill_chunk=4)
+    llm = LLM(tiny_dir, device=device, kv_capacity_tokens=1024, prefill_chunk=4)
     try:
-        for p in (INT8_PROMPTS if kv_dtype == "int8" else PROMPTS):
+        for p in PROMPTS:
             ids = llm.tokenizer.encode(p)
-            got = llm.generate(ids, greedy(32)).token_ids
-            assert got == hf_greedy(hf, ids, 32), f"{kv_dtype} {p!r}"
+            assert llm.generate(ids, greedy(32)).token_ids == hf_greedy(hf, ids, 32), p
     finally:
         llm.stop()
+
+
+def test_int8_kv_greedy_continuations(tiny_dir, hf_models, device):
+    hf = hf_models[str(tiny_dir)]
+    llm = LLM(tiny_dir, device=device, kv_dtype="int8", kv_capacity_tokens=1024, prefill_chunk=4)
+    identical = 0
+    try:
+        for p in PROMPTS:
+            ids = llm.tokenizer.encode(p)
+            got, want = llm.generate(ids, greedy(32)).token_ids, hf_greedy(hf, ids, 32)
+            if got == want:
+                identical += 1
+                continue
+            i = next(j for j, (a, b) in enumerate(zip(got, want)) if a != b)
+            with torch.no_grad():
+                ref = hf(torch.tensor([ids + want[:i]], device=hf.device)).logits[0, -1].float()
+            top2 = torch.topk(ref, 2).values
+            gap = (top2[0] - top2[1]).item() / ref.abs().max().item()
+            assert gap < INT8_LOGIT_RTOL, f"{p!r}: diverged at {i} where the reference's margin is {gap:.4f}"
+    finally:
+        llm.stop()
+    assert identical >= len(PROMPTS) - 1, f"only {identical}/{len(PROMPTS)} int8 continuations identical"
 
 
 def test_int8_kv_logits_within_bound(tiny_dir, hf_models, device):
@@ -70,8 +90,9 @@ def test_int8_kv_logits_within_bound(tiny_dir, hf_models, device):
         ids = llm.tokenizer.encode(p)
         with torch.no_grad():
             ref = hf(torch.tensor([ids], device=hf.device)).logits[0].float().cpu()
-        worst = max(worst, (engine_logits(llm, ids) - ref).abs().max().item())
-    assert 0.0 < worst < INT8_LOGIT_ATOL, worst   # > 0: the KV really was quantised
+        rel = (engine_logits(llm, ids) - ref).abs().max().item() / ref.abs().max().item()
+        worst = max(worst, rel)
+    assert 0.0 < worst < INT8_LOGIT_RTOL, worst   # > 0: the KV really was quantised
 
 
 def test_bf16_kv_runs_close(qwen3_dir, hf_models, device):
@@ -81,4 +102,5 @@ def test_bf16_kv_runs_close(qwen3_dir, hf_models, device):
     ids = llm.tokenizer.encode(PROMPTS[1])
     with torch.no_grad():
         ref = hf(torch.tensor([ids], device=hf.device)).logits[0].float().cpu()
-    assert (engine_logits(llm, ids) - ref).abs().max().item() < INT8_LOGIT_ATOL
+    rel = (engine_logits(llm, ids) - ref).abs().max().item() / ref.abs().max().item()
+    assert 0.0 < rel < 0.01, rel

@@ -4,6 +4,7 @@ from __future__ import annotations
 import math
 
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from releases.canonical import canonical_json, digest, file_sha256, load_json_bytes, sha256_hex
 from releases.errors import RecordError
@@ -60,3 +61,20 @@ def test_strict_loading(data, fragment):
     with pytest.raises(RecordError, match=fragment) as info:
         load_json_bytes(data, where="x.json")
     assert info.value.where == "x.json"
+
+
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers(min_value=-(2**63), max_value=2**63) | st.text(max_size=8)
+    | st.floats(allow_nan=False, allow_infinity=False),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=4),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_json)
+def test_canonical_round_trips_and_is_a_fixed_point(obj):
+    data = canonical_json(obj)
+    back = load_json_bytes(data)
+    assert back == obj
+    assert canonical_json(back) == data

@@ -75,7 +75,7 @@ def test_publish_needs_an_approval_of_this_manifest(ready_release, published_rel
         mf.transition(m, "published", approval=dict(approval, manifest_sha256="e" * 64))
     with pytest.raises(RecordError, match="missing approval"):
         mf.transition(m, "published")
-    with pytest.raises(SchemaError, match="decision"):
+    with pytest.raises(RecordError, match="missing approval: decision approve"):
         mf.transition(m, "published", approval=dict(approval, decision="reject", manifest_sha256=mf.approval_digest(m)))
     with pytest.raises(RecordError, match="only by the transition to published"):
         mf.transition(dict(m, state="candidate"), "ready", approval=approval)

@@ -98,3 +98,15 @@ def test_unknown_kind():
 def test_dirty_candidate_needs_digest():
     rec = dict(candidate_record(), dirty=True)
     assert _error("candidate", rec).path == "/dirty_digest"
+
+
+def test_read_json_validates_again(tmp_path):
+    from releases.release_dir import read_json, write_json
+
+    path = tmp_path / "lane.json"
+    write_json(path, LANE, "lane")
+    assert read_json(path, "lane") == LANE
+    path.write_text(path.read_text().replace('"pass"', '"great"', 1))
+    with pytest.raises(SchemaError) as info:
+        read_json(path, "lane")
+    assert info.value.where == "lane.json"

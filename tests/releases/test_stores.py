@@ -55,9 +55,11 @@ def test_bad_keys_are_refused(store, tmp_path, key):
         store.put_file(key, src)
 
 
-def test_missing_object_is_a_store_error(store):
+def test_missing_object_is_a_store_error(store, tmp_path):
     with pytest.raises(StoreError, match="no object v/none"):
         store.read_bytes("v/none")
+    with pytest.raises(StoreError, match="no object v/none"):
+        store.get_file("v/none", tmp_path / "out")
 
 
 def test_local_store_objects_are_read_only_and_no_temp_left(tmp_path):
@@ -76,3 +78,39 @@ def test_s3_store_uses_its_prefix(s3_store, tmp_path):
     s3_store.put_file("v/f", src)
     raw = s3_store.client.list_objects_v2(Bucket=s3_store.bucket)["Contents"]
     assert [o["Key"] for o in raw] == ["releases/v/f"]
+
+
+def test_s3_head_then_put_fallback(s3_store, tmp_path):
+    # moto honours If-None-Match, so the fallback for servers that do not is forced here.
+    s3_store.conditional_put = False
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.write_bytes(b"one")
+    b.write_bytes(b"two")
+    s3_store.put_file("v/k", a)
+    s3_store.put_file("v/k", a)
+    with pytest.raises(PublishRefused, match="v/k"):
+        s3_store.put_file("v/k", b)
+    assert s3_store.read_bytes("v/k") == b"one"
+
+
+def test_concurrent_writers_one_wins(store, tmp_path):
+    from concurrent.futures import ThreadPoolExecutor
+
+    sources = []
+    for i in range(4):
+        src = tmp_path / f"src{i}"
+        src.write_bytes(f"writer {i}".encode())
+        sources.append(src)
+
+    def attempt(src):
+        try:
+            store.put_file("race/obj", src)
+            return src.read_bytes()
+        except PublishRefused:
+            return None
+
+    with ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(attempt, sources))
+    winners = [r for r in results if r is not None]
+    assert len(winners) == 1
+    assert store.read_bytes("race/obj") == winners[0]

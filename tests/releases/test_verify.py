@@ -91,11 +91,19 @@ def _resign_receipt(rel_obj, rel: str, kind: str, change) -> None:
     _rebind(rel_obj, rel, canonical_json(sign_receipt(kind, stmt["subject"], pred, rel_obj.private_key)))
 
 
-def test_receipt_about_another_candidate_is_refused(ready_release):
-    rel = ready_release.files["receipt-lane-h200"]
-    _resign_receipt(ready_release, rel, "lane", lambda p: p["candidate"].update(commit="3" * 40))
+@pytest.mark.parametrize("role, kind, change, field", [
+    ("receipt-lane-h200", "lane", lambda p: p["candidate"].update(commit="3" * 40), "payload/predicate/candidate"),
+    ("receipt-build-b", "build", lambda p: p["buildDefinition"]["externalParameters"]["candidate"].update(tree="3" * 40),
+     "payload/predicate/buildDefinition/externalParameters/candidate"),
+    ("receipt-reproducibility", "reproducibility", lambda p: p["candidate"].update(id="3" * 64),
+     "payload/predicate/candidate"),
+    ("receipt-candidate", "candidate", lambda p: p.update(commit="3" * 40), "payload/predicate"),
+])
+def test_receipt_about_another_candidate_is_refused(ready_release, role, kind, change, field):
+    rel = ready_release.files[role]
+    _resign_receipt(ready_release, rel, kind, change)
     report = verify_release(ready_release.root, require_ready=True)
-    assert [(f.file, f.field) for f in report.failures] == [(rel, "payload/predicate/candidate")]
+    assert [(f.file, f.field) for f in report.failures] == [(rel, field)]
     assert "another candidate" in report.failures[0].message
 
 
@@ -123,6 +131,9 @@ def test_private_marker_in_a_record_is_named(ready_release):
     ("xoxb-1234567890-abc", "Slack token"),
     ("sk-" + "A1b2" * 6, "API secret key"),
     ("-----BEGIN PRIVATE KEY-----", "PEM private key"),
+    ("aws_secret_access_key=abc", "cloud secret key"),
+    ("/root/.ssh", "home directory"),
+    ("/Users/someone/src", "home directory"),
 ])
 def test_secrets_in_ledger_are_named(ready_release, secret, name):
     rel = ready_release.files["ledger"]
@@ -176,3 +187,52 @@ def test_not_a_release_directory(tmp_path):
     report = verify_release(tmp_path)
     assert not report.ok
     assert report.failures[0].file == "manifest.json"
+
+
+def test_symlink_is_refused(published_release, tmp_path):
+    rel = published_release.files["ledger"]
+    target = tmp_path / "elsewhere.json"
+    target.write_bytes((published_release.root / rel).read_bytes())
+    (published_release.root / rel).unlink()
+    (published_release.root / rel).symlink_to(target)
+    report = verify_release(published_release.root)
+    assert any(f.file == rel and "symbolic link" in f.message for f in report.failures)
+
+
+def test_duplicate_path_in_manifest(ready_release):
+    m = ready_release.manifest
+    dup = mf.update(m, waivers=m["waivers"] + [dict(m["waivers"][0], id="again")])
+    ReleaseDir(ready_release.root).write_manifest(dup, ready_release.private_key)
+    report = verify_release(ready_release.root)
+    assert any(f.file == "manifest.json" and "twice" in f.message for f in report.failures)
+
+
+def test_overheld_acceptance_window_is_not_ready(ready_release):
+    rel = ready_release.files["receipt-acceptance"]
+    _resign_receipt(ready_release, rel, "acceptance", lambda p: p["window"].update(held_s=4000))
+    assert verify_release(ready_release.root).ok
+    report = verify_release(ready_release.root, require_ready=True)
+    assert [(f.file, f.field) for f in report.failures] == [(rel, "payload/predicate/window/held_s")]
+
+
+def test_reproducibility_must_compare_every_shipped_artifact(ready_release):
+    rel = ready_release.files["receipt-reproducibility"]
+    _resign_receipt(ready_release, rel, "reproducibility", lambda p: p.update(files=p["files"][:1]))
+    report = verify_release(ready_release.root)
+    assert [(f.file, f.field) for f in report.failures] == [(rel, "payload/predicate/files")]
+    assert "assay_engine-1.2.3.tar.gz" in report.failures[0].message
+
+
+def test_waived_reproducibility_with_bound_waiver_is_ready(ready_release):
+    from releases.waivers import build_waiver
+
+    waiver = build_waiver(ready_release.candidate_ref, id="zip-mtime", scope="reproducibility",
+                          subject="assay_engine-1.2.3-py3-none-any.whl:RECORD", measured="mtime differs by 1s",
+                          approved_by="oncall-lead", reason="zip timestamps rounded")
+    entry = ReleaseDir(ready_release.root).add_waiver(waiver)
+    m = ready_release.manifest
+    ready_release.manifest = mf.update(m, waivers=m["waivers"] + [entry])
+    rel = ready_release.files["receipt-reproducibility"]
+    _resign_receipt(ready_release, rel, "reproducibility", lambda p: p.update(verdict="waived", waived=["zip-mtime"]))
+    report = verify_release(ready_release.root, require_ready=True)
+    assert report.ok, report.failures

@@ -19,8 +19,13 @@ HAS_CUDA = torch.cuda.is_available()
 if not HAS_CUDA:
     _before = os.environ.get("TRITON_INTERPRET")
     os.environ["TRITON_INTERPRET"] = "1"
-    import engine.kernels.triton_decode  # noqa: E402,F401
-    import engine.kernels.triton_kv_write  # noqa: E402,F401
+    import importlib
+    import sys
+
+    for _name in ("engine.kernels.triton_decode", "engine.kernels.triton_kv_write"):
+        # Reload if something imported it earlier: its kernels were then built for a GPU.
+        _mod = sys.modules.get(_name)
+        importlib.reload(_mod) if _mod is not None else importlib.import_module(_name)
     if _before is None:
         del os.environ["TRITON_INTERPRET"]
     else:

@@ -8,7 +8,8 @@ import pytest
 import torch
 
 from engine.kernels.reference import paged_decode_attention_ref
-from engine.kernels.triton_decode import SPLIT_TOKENS, paged_decode_attention_triton
+from engine.kernels.triton_decode import (MERGE_CHUNK, SPLIT_TOKENS, DecodeConfig,
+                                          paged_decode_attention_triton)
 from tests.engine.kernels.paged_inputs import build, randn, rel_err
 
 # Lengths straddle block (16) and split (256) boundaries; 0 is an idle batch slot.
@@ -109,3 +110,19 @@ def test_block_size_8_and_wide_head_dim(device, gen):
     q = randn(gen, len(lens), hq, d, device=device)
     got, ref = run_both(p, q, 1 / math.sqrt(d))
     assert rel_err(got, ref) < 1e-4
+
+
+def test_many_splits_span_several_merge_chunks(device, gen):
+    """More splits than stage 2 merges per step (MERGE_CHUNK), with a small split size."""
+    cfg = DecodeConfig(block_n=16, num_warps=4, num_stages=2, split_tokens=32)
+    lens = [MERGE_CHUNK * 32 * 2 + 40, 100, MERGE_CHUNK * 32]
+    p = build(gen, lens, num_kv_heads=1, head_dim=16, device=device)
+    q = randn(gen, len(lens), 4, 16, device=device)
+    out = torch.full_like(q, float("nan"))
+    got = paged_decode_attention_triton(q, *p.cache_args(), p.block_tables, p.seq_lens, 0.25,
+                                        config=cfg, out=out)
+    ref = paged_decode_attention_ref(q, *p.cache_args(), p.block_tables, p.seq_lens, 0.25)
+    assert rel_err(got, ref) < 1e-4
+    alone = paged_decode_attention_triton(q[:1], *p.cache_args(), p.block_tables[:1], p.seq_lens[:1],
+                                          0.25, config=cfg)
+    assert torch.equal(alone[0], got[0])

@@ -26,7 +26,7 @@ def base_profile(model_dir: Path) -> dict:
             "dtype": "float32", "kv_dtype": "float32", "max_context": 256, "kv_capacity": 4096,
             "prefill_chunk": 64, "max_concurrency": 4, "max_pending_requests": 16,
             "pending_timeout_ms": 20000, "admission_headroom_mib": 16, "host_memory_mib": 512,
-            "shutdown_timeout_s": 10}
+            "max_request_bytes": 262144, "shutdown_timeout_s": 10}
 
 
 class Server:

@@ -225,3 +225,12 @@ def test_bad_input_names_the_json_path(mutate, path):
     with pytest.raises(InputError) as exc:
         judge_noninferiority(data, source="ni.json")
     assert exc.value.path == path, exc.value
+
+
+def test_errored_pair_needs_no_metrics_but_a_measured_pair_does():
+    pairs = constant_pairs({"recall": 0.5}, {"recall": 0.5}, cases=50, variants=2)
+    r = screen(pairs + [{"case": "x", "variant": 0, "error": True}], [RECALL])
+    assert r["verdict"] == "pass" and r["counts"]["errors"] == 1 and r["counts"]["cases"] == 50
+    with pytest.raises(InputError) as exc:
+        screen(pairs + [{"case": "x", "variant": 0}], [RECALL])
+    assert exc.value.path == "$.pairs[100]" and "required" in exc.value.message

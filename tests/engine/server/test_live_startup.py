@@ -1,0 +1,53 @@
+"""Startup admission and profile errors: refused with exit code 2 and the figures."""
+import json
+import re
+import subprocess
+import sys
+
+import pytest
+
+from tests.engine.server.live import base_profile, free_port
+
+pytestmark = pytest.mark.slow
+
+
+def _serve(tmp_path, profile):
+    p = tmp_path / "profile.json"
+    p.write_text(json.dumps(profile))
+    return subprocess.run([sys.executable, "-m", "engine", "serve", "--profile", str(p),
+                           "--port", str(free_port())], capture_output=True, text=True,
+                          timeout=120)
+
+
+def test_too_big_to_fit_exits_2_with_bytes(tiny_model, tmp_path):
+    prof = {**base_profile(tiny_model), "host_memory_mib": 8, "kv_capacity": 100000,
+            "request_log": str(tmp_path / "log.jsonl")}
+    proc = _serve(tmp_path, prof)
+    assert proc.returncode == 2, proc.stderr
+    m = re.search(r"weights (\d+) B \+ KV (\d+) B \((\d+) tokens x (\d+) B\) \+ headroom "
+                  r"(\d+) B = (\d+) B; free (\d+) B", proc.stderr)
+    assert m, proc.stderr
+    weights, kv, tokens, per_tok, headroom, need, free = map(int, m.groups())
+    assert tokens == 100000 and kv == tokens * per_tok and headroom == 16 << 20
+    assert need == weights + kv + headroom and free == 8 << 20 and need > free
+    rec = json.loads((tmp_path / "log.jsonl").read_text().splitlines()[0])
+    assert rec["event"] == "server_start" and rec["admitted"] is False
+    assert rec["admission"]["kv_bytes"] == kv
+
+
+def test_auto_capacity_too_small_exits_2(tiny_model, tmp_path):
+    proc = _serve(tmp_path, {**base_profile(tiny_model), "host_memory_mib": 16,
+                             "kv_capacity": "auto"})
+    assert proc.returncode == 2 and "does not fit" in proc.stderr
+
+
+def test_unknown_profile_key_exits_2(tiny_model, tmp_path):
+    proc = _serve(tmp_path, {**base_profile(tiny_model), "turbo": True})
+    assert proc.returncode == 2 and "turbo" in proc.stderr
+
+
+def test_wrong_model_digest_exits_2(tiny_model, tmp_path):
+    prof = base_profile(tiny_model)
+    prof["model"] = {**prof["model"], "sha256": "0" * 64}
+    proc = _serve(tmp_path, prof)
+    assert proc.returncode == 2 and "0" * 64 in proc.stderr
