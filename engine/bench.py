@@ -12,6 +12,7 @@ import time
 
 import torch
 
+from engine import fused
 from engine.config import ModelConfig
 from engine.llm import LLM
 from engine.sampling import SamplingParams
@@ -150,6 +151,19 @@ def main(argv=None) -> int:
     model = build_model(cfg, dict(hf.state_dict()), torch.bfloat16, dev, max_len, "hf model")
     wbytes = weight_bytes(model)
     rows = []
+    # The same decode step with the elementwise ops left unfused, for the record.
+    fused.disable_compile()
+    small_len = min(contexts) + args.steps + 64
+    llm = LLM(None, kv_dtype="bf16", device=dev, kv_capacity_tokens=small_len + 16, max_concurrency=1,
+              max_model_len=small_len, compile_ops=False, _model=(cfg, model))
+    fill_random_kv(llm)
+    dt = synthetic_decode(llm, 1, min(contexts), args.steps)
+    kv_tok = cfg.kv_bytes_per_token(2)
+    rows.append(dict(engine="assay-unfused", kv="bf16", batch=1, context=min(contexts), spec="none", tok_s=1 / dt,
+                     step_ms=dt * 1e3, bw_fraction=(wbytes + min(contexts) * kv_tok) / dt / bw,
+                     cuda_graphs=llm.runner.graphs is not None))
+    llm.stop()
+    del llm
     for kv in ("bf16", "int8"):
         cap = max(batches) * (max_len + 16)
         llm = LLM(None, kv_dtype=kv, device=dev, kv_capacity_tokens=cap, max_concurrency=max(batches),
@@ -165,6 +179,8 @@ def main(argv=None) -> int:
                                  cuda_graphs=llm.runner.graphs is not None))
         if kv == "bf16":
             rows += spec_rows(llm, cfg, min(contexts), args.steps, dev)
+        compiled = llm.compiled_ops
+        llm.stop()
         del llm
         torch.cuda.empty_cache()
     if not args.no_hf:
@@ -173,7 +189,7 @@ def main(argv=None) -> int:
                          tok_s=tok_s, step_ms=1e3 / tok_s, bw_fraction=None, cuda_graphs=False))
     gpu = torch.cuda.get_device_name(dev) if dev.type == "cuda" else platform.processor() or "cpu"
     report = dict(gpu=gpu, torch=torch.__version__, python=platform.python_version(),
-                  config=args.config, copy_bandwidth_gb_s=bw / 1e9, weight_bytes=wbytes, rows=rows)
+                  config=args.config, compiled_ops=compiled, copy_bandwidth_gb_s=bw / 1e9, weight_bytes=wbytes, rows=rows)
     print_table(report)
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
@@ -201,13 +217,14 @@ def spec_rows(llm: LLM, cfg, ctx: int, steps: int, dev) -> list[dict]:
 
 def print_table(r: dict) -> None:
     print(f"GPU {r['gpu']}  torch {r['torch']}  config {r['config']}  "
-          f"copy bandwidth {r['copy_bandwidth_gb_s']:.0f} GB/s  weights {r['weight_bytes'] / 1e9:.2f} GB")
-    print(f"{'engine':<13}{'kv':<6}{'batch':>6}{'context':>9}{'spec':>7}{'tok/s':>10}{'ms/step':>9}{'bw frac':>9}")
+          f"copy bandwidth {r['copy_bandwidth_gb_s']:.0f} GB/s  weights {r['weight_bytes'] / 1e9:.2f} GB  "
+          f"fused ops {r['compiled_ops']}")
+    print(f"{'engine':<15}{'kv':<6}{'batch':>6}{'context':>9}{'spec':>7}{'tok/s':>10}{'ms/step':>9}{'bw frac':>9}")
     for x in r["rows"]:
         frac = f"{x['bw_fraction']:.2f}" if x["bw_fraction"] is not None else "-"
         ms = f"{x['step_ms']:.2f}" if x["step_ms"] is not None else "-"
         extra = f"  accepted {x['accepted']} / attempted {x['attempted']}" if "accepted" in x and x["spec"] != "none" else ""
-        print(f"{x['engine']:<13}{x['kv']:<6}{x['batch']:>6}{x['context']:>9}{x['spec']:>7}"
+        print(f"{x['engine']:<15}{x['kv']:<6}{x['batch']:>6}{x['context']:>9}{x['spec']:>7}"
               f"{x['tok_s']:>10.1f}{ms:>9}{frac:>9}{extra}")
 
 

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import torch
 
+from engine import fused
 from engine.block_manager import BlockManager
 from engine.errors import EngineError
 from engine.kv_pool import KVPool, blocks_for
@@ -26,7 +27,7 @@ class LLM(SessionStore):
     def __init__(self, model_dir, *, dtype="auto", kv_dtype="auto", device="auto", kv_budget_bytes=None,
                  kv_capacity_tokens=None, block_size=16, prefill_chunk=256, max_concurrency=8,
                  max_pending=64, pending_timeout_s=30.0, spec="none", draft_tokens=7,
-                 max_model_len=None, cuda_graphs=True, attention="auto", _model=None):
+                 max_model_len=None, cuda_graphs=True, attention="auto", compile_ops=None, _model=None):
         if spec not in ("none", "ngram"):
             raise ValueError(f"spec must be 'none' or 'ngram', got {spec!r}")
         if not 1 <= int(draft_tokens) <= MAX_DRAFT:
@@ -49,6 +50,10 @@ class LLM(SessionStore):
         self.dtype = self.model.embed.weight.dtype
         self.max_model_len = int(max_model_len or self.model.max_positions)
         self.kv_dtype = resolve_kv_dtype(kv_dtype, self.dtype)
+        # Fused elementwise kernels: on by default on CUDA (process-wide; see engine.fused).
+        self.compiled_ops = False
+        if compile_ops or (compile_ops is None and self.device.type == "cuda"):
+            self.compiled_ops = fused.enable_compile()
         if kv_budget_bytes is None and kv_capacity_tokens is None:
             kv_capacity_tokens = self._default_capacity(max_concurrency, block_size)
         num_blocks = blocks_for(self.config, block_size, self.kv_dtype, kv_budget_bytes, kv_capacity_tokens)
@@ -157,5 +162,6 @@ class LLM(SessionStore):
         s.update(kv_dtype=str(self.kv_dtype).replace("torch.", ""), dtype=str(self.dtype).replace("torch.", ""),
                  device=str(self.device), block_size=self.pool.block_size, spec_mode=self.spec,
                  attention=getattr(self.ops, "__name__", type(self.ops).__name__),
-                 cuda_graphs=self.runner.graphs is not None, cuda_graph_error=self.runner.graph_error)
+                 cuda_graphs=self.runner.graphs is not None, compiled_ops=self.compiled_ops,
+                 cuda_graph_error=self.runner.graph_error)
         return s

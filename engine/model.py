@@ -8,11 +8,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
+from engine import fused
 from engine.config import ModelConfig
-from engine.rope import apply_rope, cos_sin_table
+from engine.rope import cos_sin_table
 
 
 @dataclass
@@ -32,10 +32,7 @@ class RMSNorm(nn.Module):
         self.eps = eps
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        # Normalise in float32 and scale after casting back, exactly as transformers does.
-        xf = x.float()
-        xf = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + self.eps)
-        return self.weight * xf.to(x.dtype)
+        return fused.rms_norm(x, self.weight, self.eps)
 
 
 class Attention(nn.Module):
@@ -50,19 +47,22 @@ class Attention(nn.Module):
 
     def forward(self, x, cos, sin, meta: AttnMeta, ops, cache):
         n = x.shape[0]
-        q, k, v = self.qkv(x).split([self.h * self.d, self.kvh * self.d, self.kvh * self.d], dim=-1)
-        q, k, v = q.view(n, self.h, self.d), k.view(n, self.kvh, self.d), v.view(n, self.kvh, self.d)
+        qkv = self.qkv(x).view(n, self.h + 2 * self.kvh, self.d)
+        v = qkv[:, self.h + self.kvh:]
         if self.q_norm is not None:
-            q, k = self.q_norm(q), self.k_norm(k)
-        q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
+            q = fused.rope(self.q_norm(qkv[:, :self.h]), cos, sin)
+            k = fused.rope(self.k_norm(qkv[:, self.h:self.h + self.kvh]), cos, sin)
+        else:   # q and k heads rotate together: one set of kernels instead of two
+            qk = fused.rope(qkv[:, :self.h + self.kvh], cos, sin)
+            q, k = qk[:, :self.h], qk[:, self.h:]
         kc, vc, ks, vs = cache
         if kc.dtype != torch.int8 and kc.dtype != k.dtype:   # e.g. a bf16 cache under fp32 compute
             k, v = k.to(kc.dtype), v.to(kc.dtype)
-        ops.write_kv(k, v.contiguous(), kc, vc, ks, vs, meta.slot_mapping)
+        ops.write_kv(k.contiguous(), v.contiguous(), kc, vc, ks, vs, meta.slot_mapping)
         if meta.decode:
-            o = ops.paged_decode_attention(q, kc, vc, ks, vs, meta.block_tables, meta.seq_lens, self.sm_scale)
+            o = ops.paged_decode_attention(q.contiguous(), kc, vc, ks, vs, meta.block_tables, meta.seq_lens, self.sm_scale)
         else:
-            o = ops.paged_prefill_attention(q, kc, vc, ks, vs, meta.block_table, meta.start_pos, self.sm_scale)
+            o = ops.paged_prefill_attention(q.contiguous(), kc, vc, ks, vs, meta.block_table, meta.start_pos, self.sm_scale)
         return self.o(o.reshape(n, self.h * self.d))
 
 
@@ -74,8 +74,7 @@ class MLP(nn.Module):
         self.down = nn.Linear(self.inter, cfg.hidden_size, bias=False)
 
     def forward(self, x):
-        gate, up = self.gate_up(x).split(self.inter, dim=-1)
-        return self.down(F.silu(gate) * up)
+        return self.down(fused.silu_mul(self.gate_up(x), self.inter))
 
 
 class Block(nn.Module):
@@ -109,8 +108,8 @@ class Transformer(nn.Module):
     @torch.inference_mode()
     def forward(self, input_ids, positions, meta: AttnMeta, ops, caches, logit_rows=None):
         """Logits (float32) for every token, or only for rows logit_rows when given."""
-        cos, sin = self.rope_cos[positions], self.rope_sin[positions]
         x = self.embed(input_ids)
+        cos, sin = self.rope_cos[positions].to(x.dtype), self.rope_sin[positions].to(x.dtype)
         for layer, cache in zip(self.layers, caches):
             x = layer(x, cos, sin, meta, ops, cache)
         if logit_rows is not None:

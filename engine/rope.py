@@ -27,17 +27,9 @@ def inv_frequencies(cfg: ModelConfig) -> torch.Tensor:
 
 
 def cos_sin_table(cfg: ModelConfig, max_positions: int, device) -> tuple[torch.Tensor, torch.Tensor]:
-    """cos and sin of shape [max_positions, head_dim // 2], float32."""
-    # float32 like transformers, so that positions round the same way as the reference.
+    """cos and sin [max_positions, head_dim] (each half repeated), float32, as transformers builds them."""
     inv = inv_frequencies(cfg)
     pos = torch.arange(max_positions, dtype=torch.float32)
     freqs = torch.outer(pos, inv)
-    return freqs.cos().to(device), freqs.sin().to(device)
-
-
-def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
-    """x [N, heads, head_dim]; cos/sin [N, head_dim // 2] already gathered by position."""
-    half = x.shape[-1] // 2
-    x1, x2 = x[..., :half].float(), x[..., half:].float()
-    c, s = cos[:, None, :], sin[:, None, :]
-    return torch.cat((x1 * c - x2 * s, x2 * c + x1 * s), dim=-1).to(x.dtype)
+    emb = torch.cat((freqs, freqs), dim=-1)
+    return emb.cos().to(device), emb.sin().to(device)

@@ -3,9 +3,11 @@ that `assay approve` sends."""
 
 from __future__ import annotations
 
+import time
 from typing import Literal
 from uuid import UUID
 
+from prefect.exceptions import FlowPauseTimeout
 from prefect.flow_runs import pause_flow_run, resume_flow_run
 from prefect.input import RunInput
 from pydantic import Field
@@ -26,10 +28,26 @@ class ApprovalNotPossible(Exception):
     """The run cannot take an approval now (not paused, unknown id)."""
 
 
-def wait_for_approval(summary_markdown: str, timeout_s: int, poll_s: int) -> Approval:
-    """Pause the current flow run until an Approval arrives; FlowPauseTimeout after timeout_s."""
-    form = Approval.with_initial_data(description=summary_markdown)
-    return pause_flow_run(wait_for_input=form, timeout=timeout_s, poll_interval=poll_s, key="approval")
+def wait_for_approval(summary_markdown: str, timeout_s: int, poll_s: int, approvers: list[str],
+                      on_refused=None) -> Approval:
+    """Pause the current flow run until an Approval from a listed approver arrives.
+
+    An approval from anyone else is refused and the run pauses again for the time that is left,
+    so that nobody off the list can end a release either way. FlowPauseTimeout when time runs out."""
+    deadline = time.monotonic() + timeout_s
+    attempt = 0
+    while True:
+        attempt += 1
+        remaining = int(deadline - time.monotonic())
+        if remaining <= 0:
+            raise FlowPauseTimeout("the approval gate timed out")
+        form = Approval.with_initial_data(description=summary_markdown)
+        decision = pause_flow_run(wait_for_input=form, timeout=remaining, poll_interval=min(poll_s, remaining),
+                                  key=f"approval-{attempt}")
+        if decision.approver in approvers:
+            return decision
+        if on_refused:
+            on_refused(decision)
 
 
 def send_approval(flow_run_id: str, approval: dict) -> None:
@@ -53,4 +71,19 @@ def send_approval(flow_run_id: str, approval: dict) -> None:
     state = run.state.type.value if run.state else "UNKNOWN"
     if state != "PAUSED":
         raise ApprovalNotPossible(f"flow run {flow_run_id} is {state}, not PAUSED: nothing awaits an approval")
+    _check_listed(run.parameters or {}, approval["approver"])
     resume_flow_run(run_id, run_input=approval)
+
+
+def _check_listed(parameters: dict, approver: str) -> None:
+    """Refuse early when the run's configuration is readable here and does not list the approver.
+    The flow checks again: it is the authority, this only spares a round trip."""
+    from flows.config import ConfigError, load_config
+
+    try:
+        cfg = load_config(parameters.get("config"))
+    except ConfigError:
+        return  # the run's config lives elsewhere; the flow will judge
+    if approver not in cfg.approvers:
+        raise ApprovalNotPossible(f"approver {approver!r} is not listed in {cfg.file} [release].approvers "
+                                  f"({', '.join(cfg.approvers)})")

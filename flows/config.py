@@ -102,6 +102,10 @@ class Config:
         return list(self.raw["build"]["hosts"])
 
     @property
+    def build_pythons(self) -> list[str | None]:
+        return list(self.raw["build"].get("python", [None, None]))
+
+    @property
     def build_timeout_s(self) -> int:
         return int(self.raw["build"].get("timeout_s", 1200))
 

@@ -15,6 +15,6 @@ def host_for(cfg: Config, name: str):
     from hosts.inventory import load_inventory
 
     inventory = load_inventory(cfg.inventory)
-    if name == "local" and name not in inventory.names():
+    if name == "local" and name not in inventory.hosts:
         return LocalHost(name="local")
     return inventory.connect(name)

@@ -40,7 +40,9 @@ def rebuild(cfg: Config, ws: Workspace, candidate: dict):
     log = get_run_logger()
     snapshot.export_source(cfg.source, candidate, ws.source)
     host_a, host_b = (host_for(cfg, name) for name in cfg.build_hosts)
-    return recipe.build_twice(host_a, host_b, candidate, ws.source, str(ws.builds), timeout=cfg.build_timeout_s,
+    return recipe.build_twice(host_a, host_b, candidate, ws.source, ws.build_root(cfg.build_hosts),
+                              timeout=cfg.build_timeout_s, local_dir=ws.root / "artifacts",
+                              python_a=cfg.build_pythons[0], python_b=cfg.build_pythons[1],
                               progress=lambda label, stream, text: log.info("build %s: %s", label, text.rstrip()))
 
 

@@ -56,9 +56,13 @@ def release_candidate(config: str | None = None, ref: str = "HEAD", allow_dirty:
     verify_staged(ws, require_ready=True)
 
     log.info("Release %s is ready and waits for approval (approvers: %s)", version, ", ".join(cfg.approvers))
+    def refused(decision) -> None:
+        log.warning("Refused a %s from %r: not listed in [release].approvers; waiting again",
+                    decision.decision, decision.approver)
+
     try:
         decision = wait_for_approval(summary_markdown(manifest), approval_timeout_s or cfg.approval_timeout_s,
-                                     cfg.approval_poll_s)
+                                     cfg.approval_poll_s, cfg.approvers, on_refused=refused)
     except FlowPauseTimeout:
         raise FlowPauseTimeout(f"no approval for {version} within the timeout; nothing was published") from None
     approval = record_approval(cfg, ws, manifest, decision.model_dump(include={"decision", "approver", "reason",

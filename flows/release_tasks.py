@@ -14,11 +14,13 @@ from flows.stores import open_store, store_location
 from flows.tasks import _key, now
 from flows.workspace import Workspace
 from releases import approval as approval_mod
-from releases import keys, manifest as mf, receipts
+from releases import manifest as mf, receipts
 from releases.canonical import canonical_json, load_json_bytes
 from releases.candidate import candidate_ref
+from releases.ledger import add_entry, build_ledger
 from releases.publish import publish_release
-from releases.release_dir import CANDIDATE, LEDGER, MANIFEST, ReleaseDir
+from releases.release_dir import CANDIDATE, ReleaseDir
+from releases.waivers import bind_waiver
 
 
 def _receipt_entries(ws: Workspace) -> list[dict]:
@@ -38,12 +40,13 @@ def compose_manifest(cfg: Config, ws: Workspace, candidate: dict, packaged: dict
     """draft -> candidate -> ready, binding every receipt, the ledger and the waivers."""
     ref = candidate_ref(candidate)
     rd, key = ReleaseDir(ws.release), _key(cfg)
-    public = rd.add_public_key(keys.load_public_key(keys.public_key_path(cfg.keys_dir)))
+    public = rd.add_public_key(key.public_key())
     receipts_ = _receipt_entries(ws)
-    ledger = {"candidate": ref, "entries": [
-        {"id": f"{r['kind']}{'-' + r['label'] if r['label'] else ''}", "subject_sha256": r["sha256"],
-         "decision": "accept", "role": "pipeline", "at": now()} for r in receipts_]}
-    waiver_entries = [rd.add_waiver(w) for w in waivers]
+    ledger = build_ledger(ref)
+    for r in receipts_:
+        ledger = add_entry(ledger, id=f"{r['kind']}{'-' + r['label'] if r['label'] else ''}", subject_sha256=r["sha256"],
+                           decision="accept", role="pipeline", at=now())
+    waiver_entries = [rd.add_waiver(bind_waiver(w, ref)) for w in waivers]
     manifest = mf.new_manifest(candidate["release_version"], ref)
     manifest = mf.transition(manifest, "candidate", candidate_record={"path": CANDIDATE, "sha256": _sha(ws, CANDIDATE)},
                              public_key=public, receipts=receipts_)

@@ -30,6 +30,13 @@ class Workspace:
     def builds(self) -> Path:
         return self.root / "builds"
 
+    def build_root(self, hosts: list[str]) -> str:
+        """Where both builds happen: under the workspace when every build host is this machine,
+        else a per-run folder in the remote hosts' /tmp (the same path on each)."""
+        if all(h == "local" for h in hosts):
+            return str(self.builds)
+        return f"/tmp/assay-builds/{self.root.name}"
+
     def lane(self, name: str) -> Path:
         return self.root / "lanes" / name
 

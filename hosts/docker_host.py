@@ -2,30 +2,26 @@
 mounts) through the docker SDK; files copied in and out as tar archives."""
 from __future__ import annotations
 
-import io
 import shlex
-import shutil
 import socket
 import struct
-import tarfile
-import tempfile
 import threading
 import time
 import uuid
-from pathlib import Path
 from typing import Mapping, Sequence
 
-from hosts.base import (TREE_MANIFEST_SH, HostFacts, OnOutput, RunResult, file_sha256,
-                        local_tree_entries, manifest_digest, parse_tree_manifest)
-from hosts.errors import CommandTimeout, HostError, HostLost, TransferError
+from hosts.base import HostFacts, OnOutput, RunResult
+from hosts.docker_files import ArchiveFiles
+from hosts.errors import CommandTimeout, HostError, HostLost
 from hosts.facts import gather_facts
 from hosts.remote_cmd import kill_group_command, wrap_command
 from hosts.streams import PgidMarker, StreamCollector
 
 EPHEMERAL_LABEL = "assay.host.ephemeral"
+LOOK_EVERY_S = 2.0
 
 
-class DockerHost:
+class DockerHost(ArchiveFiles):
     def __init__(self, name: str, *, container: str, client=None, api_timeout: float = 60.0,
                  kill_grace: float = 2.0, _owned: bool = False) -> None:
         import docker
@@ -82,8 +78,12 @@ class DockerHost:
         reader.start()
         threading.Thread(target=_send_stdin, args=(sock, data), daemon=True).start()
         try:
+            next_look = time.monotonic() + LOOK_EVERY_S
             while reader.is_alive():
                 reader.join(min(0.2, max(0.0, deadline - time.monotonic())))
+                if time.monotonic() >= next_look:  # a paused or dead container sends no EOF
+                    self._container(argv)
+                    next_look = time.monotonic() + LOOK_EVERY_S
                 if reader.is_alive() and time.monotonic() >= deadline:
                     self._kill(marker.pgid, argv)
                     reader.join(self.kill_grace + 2)
@@ -129,70 +129,6 @@ class DockerHost:
             c.exec_run(["sh", "-c", kill_group_command(pgid, self.kill_grace)])
         except Exception as e:  # as above
             raise HostLost(self.name, argv, f"could not kill process group {pgid}: {e}") from None
-
-    # -- files ------------------------------------------------------------------------------
-    def _remote_sha(self, path: str) -> str:
-        r = self.run(["sha256sum", "--", path])
-        if r.exit_code != 0:
-            raise TransferError(self.name, path, f"cannot digest: {r.stderr.strip()}")
-        return r.stdout.split()[0]
-
-    def _remote_tree(self, root: str) -> dict[str, str]:
-        r = self.run(TREE_MANIFEST_SH.format(root=shlex.quote(root)))
-        if r.exit_code != 0:
-            raise TransferError(self.name, root, f"cannot list tree: {r.stderr.strip()}")
-        return parse_tree_manifest(r.stdout)
-
-    def put(self, local: str | Path, remote: str) -> str:
-        local = Path(local)
-        if not local.exists():
-            raise TransferError(self.name, str(local), "no such local file or directory")
-        is_dir = local.is_dir()
-        ours = local_tree_entries(local) if is_dir else file_sha256(local)
-        parent, base = str(Path(remote).parent), Path(remote).name
-        self.remove(remote)
-        self.mkdir(parent)
-        with tempfile.TemporaryFile() as buf:
-            with tarfile.open(fileobj=buf, mode="w") as tar:
-                tar.add(str(local), arcname=base, recursive=True)
-            buf.seek(0)
-            if not self._container(f"put {remote}").put_archive(parent, buf):
-                raise TransferError(self.name, remote, "the daemon refused the archive")
-        if is_dir:
-            theirs = self._remote_tree(remote)
-            if theirs != ours:
-                raise TransferError(self.name, remote, "tree digests differ after upload")
-            return manifest_digest(ours)
-        theirs = self._remote_sha(remote)
-        if theirs != ours:
-            raise TransferError(self.name, remote, f"digest mismatch after upload: local {ours}, remote {theirs}")
-        return ours
-
-    def get(self, remote: str, local: str | Path) -> str:
-        local = Path(local)
-        is_dir = self.run(["test", "-d", remote]).exit_code == 0
-        theirs = self._remote_tree(remote) if is_dir else self._remote_sha(remote)
-        stream, _ = self._container(f"get {remote}").get_archive(remote)
-        local.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryFile() as buf, tempfile.TemporaryDirectory(dir=local.parent) as tmp:
-            for chunk in stream:
-                buf.write(chunk)
-            buf.seek(0)
-            with tarfile.open(fileobj=buf, mode="r") as tar:
-                tar.extractall(tmp, filter="data")
-            got = Path(tmp) / Path(remote).name
-            if local.exists():
-                shutil.rmtree(local) if local.is_dir() else local.unlink()
-            shutil.move(str(got), str(local))
-        if is_dir:
-            ours = local_tree_entries(local)
-            if ours != theirs:
-                raise TransferError(self.name, remote, "tree digests differ after download")
-            return manifest_digest(ours)
-        ours = file_sha256(local)
-        if ours != theirs:
-            raise TransferError(self.name, remote, f"digest mismatch after download: remote {theirs}, local {ours}")
-        return ours
 
     def exists(self, path: str) -> bool:
         return self.run(f"test -e {shlex.quote(path)} || test -L {shlex.quote(path)}").exit_code == 0

@@ -2,8 +2,6 @@
 from __future__ import annotations
 
 import shlex
-import shutil
-import socket
 import threading
 import time
 from pathlib import Path
@@ -11,19 +9,15 @@ from typing import Mapping, Sequence
 
 import paramiko
 
-from hosts.base import (TREE_MANIFEST_SH, HostFacts, OnOutput, RunResult, file_sha256,
-                        local_tree_entries, manifest_digest, parse_tree_manifest)
-from hosts.errors import CommandTimeout, HostError, HostKeyRejected, HostLost, TransferError
+from hosts.base import HostFacts, OnOutput, RunResult
+from hosts.errors import CommandTimeout, HostError, HostKeyRejected, HostLost
 from hosts.facts import FACTS_SH, parse_facts
 from hosts.known_hosts import entry_name, fingerprint, pinned_keys
 from hosts.remote_cmd import kill_group_command, wrap_command
+from hosts.ssh_errors import LOSS as _LOSS, TransportLost as _TransportLost
+from hosts.ssh_files import SftpFiles
+from hosts.ssh_liveness import Liveness
 from hosts.streams import PgidMarker, StreamCollector
-
-_LOSS = (paramiko.SSHException, EOFError, OSError, socket.timeout)
-
-
-class _TransportLost(Exception):
-    pass
 
 
 class _RejectUnknown(paramiko.MissingHostKeyPolicy):
@@ -35,7 +29,7 @@ class _RejectUnknown(paramiko.MissingHostKeyPolicy):
         raise HostKeyRejected(self.host.name, fingerprint(key), pinned, str(self.host.known_hosts))
 
 
-class SSHHost:
+class SSHHost(SftpFiles):
     def __init__(self, name: str, address: str, *, port: int = 22, user: str, key_path: str | Path,
                  known_hosts: str | Path, connect_timeout: float = 10.0, keepalive: float = 15.0,
                  kill_grace: float = 2.0) -> None:
@@ -45,6 +39,7 @@ class SSHHost:
         self._client: paramiko.SSHClient | None = None
         self._sftp: paramiko.SFTPClient | None = None
         self._lock = threading.RLock()
+        self._liveness = Liveness(keepalive)
 
     # -- connection -------------------------------------------------------------------------
     def _transport(self) -> paramiko.Transport:
@@ -135,6 +130,7 @@ class SSHHost:
                     marker.feed(chan.recv_stderr(65536))
                     busy = True
                 if busy:
+                    self._liveness.heard()
                     continue
                 # exit_status stays -1 until the server reports one; a closed channel without
                 # it, on a dead transport, is a lost host and not an exit code.
@@ -142,6 +138,9 @@ class SSHHost:
                     raise _TransportLost("connection dropped while the command ran")
                 if chan.exit_status_ready() and (chan.eof_received or chan.closed):
                     break
+                if self._liveness.silent_too_long(transport):
+                    transport.close()
+                    raise _TransportLost(f"no answer to a keepalive within {self.keepalive:g}s")
                 if time.monotonic() >= deadline:
                     self._kill(marker.pgid, argv)
                     sink.feed("stdout", b"", final=True)
@@ -169,95 +168,14 @@ class SSHHost:
             return
         try:
             t = self._transport()
-            chan = t.open_session(timeout=self.connect_timeout)
-            chan.settimeout(self.kill_grace + self.connect_timeout)
+            chan = t.open_session(timeout=min(self.connect_timeout, 5.0))
             chan.exec_command(kill_group_command(pgid, self.kill_grace))
-            chan.recv_exit_status()
+            finished = chan.status_event.wait(self.kill_grace + 5.0)
             chan.close()
+            if not finished:
+                raise HostLost(self.name, argv, f"killing process group {pgid} did not finish")
         except (HostLost, *_LOSS) as e:
             raise HostLost(self.name, argv, f"could not kill process group {pgid}: {e}") from None
-
-    # -- files ------------------------------------------------------------------------------
-    def _sftp_client(self, timeout: float) -> paramiko.SFTPClient:
-        with self._lock:
-            t = self._transport()
-            if self._sftp is None:
-                try:
-                    self._sftp = paramiko.SFTPClient.from_transport(t)
-                except _LOSS as e:
-                    raise _TransportLost(f"opening SFTP: {e}") from None
-            self._sftp.get_channel().settimeout(timeout)
-            return self._sftp
-
-    def _remote_sha(self, path: str) -> str:
-        r = self.run(["sha256sum", "--", path], timeout=600, idempotent=True)
-        if r.exit_code != 0:
-            raise TransferError(self.name, path, f"cannot digest: {r.stderr.strip()}")
-        return r.stdout.split()[0]
-
-    def _remote_tree(self, root: str) -> dict[str, str]:
-        r = self.run(TREE_MANIFEST_SH.format(root=shlex.quote(root)), timeout=600, idempotent=True)
-        if r.exit_code != 0:
-            raise TransferError(self.name, root, f"cannot list tree: {r.stderr.strip()}")
-        return parse_tree_manifest(r.stdout)
-
-    def put(self, local: str | Path, remote: str, timeout: float = 600.0) -> str:
-        local = Path(local)
-        return self._retrying(f"put {remote}", lambda: self._put_once(local, remote, timeout), True)
-
-    def _put_once(self, local: Path, remote: str, timeout: float) -> str:
-        if local.is_dir():
-            entries = local_tree_entries(local)
-            self.remove(remote)
-            dirs = {str(Path(p).parent) for p in entries} | {"."}
-            self.run(["mkdir", "-p", *(f"{remote}/{d}" for d in sorted(dirs))], idempotent=True).check()
-            sftp = self._sftp_client(timeout)
-            for rel in sorted(entries):
-                _sftp_io(lambda: sftp.put(str(local / rel), f"{remote}/{rel}"))
-            theirs = self._remote_tree(remote)
-            if theirs != entries:
-                bad = sorted(p for p in set(entries) | set(theirs) if entries.get(p) != theirs.get(p))
-                raise TransferError(self.name, remote, f"tree digests differ after upload at {bad[:5]}")
-            return manifest_digest(entries)
-        if not local.is_file():
-            raise TransferError(self.name, str(local), "no such local file or directory")
-        ours = file_sha256(local)
-        parent = str(Path(remote).parent)
-        self.run(["mkdir", "-p", parent], idempotent=True).check()
-        sftp = self._sftp_client(timeout)
-        _sftp_io(lambda: sftp.put(str(local), remote))
-        theirs = self._remote_sha(remote)
-        if theirs != ours:
-            raise TransferError(self.name, remote, f"digest mismatch after upload: local {ours}, remote {theirs}")
-        return ours
-
-    def get(self, remote: str, local: str | Path, timeout: float = 600.0) -> str:
-        local = Path(local)
-        return self._retrying(f"get {remote}", lambda: self._get_once(remote, local, timeout), True)
-
-    def _get_once(self, remote: str, local: Path, timeout: float) -> str:
-        is_dir = self.run(["test", "-d", remote], idempotent=True).exit_code == 0
-        sftp = self._sftp_client(timeout)
-        if is_dir:
-            theirs = self._remote_tree(remote)
-            if local.exists():  # the copy must equal the remote tree, nothing more
-                shutil.rmtree(local) if local.is_dir() else local.unlink()
-            for rel in sorted(theirs):
-                (local / rel).parent.mkdir(parents=True, exist_ok=True)
-                _sftp_io(lambda: sftp.get(f"{remote}/{rel}", str(local / rel)))
-            local.mkdir(parents=True, exist_ok=True)
-            ours = local_tree_entries(local)
-            if ours != theirs:
-                bad = sorted(p for p in set(ours) | set(theirs) if ours.get(p) != theirs.get(p))
-                raise TransferError(self.name, remote, f"tree digests differ after download at {bad[:5]}")
-            return manifest_digest(theirs)
-        theirs = self._remote_sha(remote)
-        local.parent.mkdir(parents=True, exist_ok=True)
-        _sftp_io(lambda: sftp.get(remote, str(local)))
-        ours = file_sha256(local)
-        if ours != theirs:
-            raise TransferError(self.name, remote, f"digest mismatch after download: remote {theirs}, local {ours}")
-        return ours
 
     def exists(self, path: str) -> bool:
         return self.run(f"test -e {shlex.quote(path)} || test -L {shlex.quote(path)}", idempotent=True).exit_code == 0
@@ -279,13 +197,6 @@ class SSHHost:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def _sftp_io(fn) -> None:
-    try:
-        fn()
-    except _LOSS as e:
-        raise _TransportLost(f"SFTP: {e}") from None
 
 
 def _send_stdin(chan: paramiko.Channel, data: bytes | None) -> None:

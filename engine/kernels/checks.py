@@ -5,6 +5,8 @@ Only metadata is inspected, never values, so a check costs no device synchronisa
 
 from __future__ import annotations
 
+import operator
+
 import torch
 
 from engine.kernels.errors import KernelInputError
@@ -76,8 +78,6 @@ def check_write_kv(k, v, k_cache, v_cache, k_scale, v_scale, slot_mapping) -> bo
     expect(op, "k", k, shape=(None, hkv, d))
     expect(op, "v", v, shape=tuple(k.shape), dtypes=COMPUTE_DTYPES, device=dev)
     expect(op, "slot_mapping", slot_mapping, shape=(k.shape[0],), dtypes=(torch.int64,), device=dev)
-    if not is_int8 and (k.dtype != k_cache.dtype or v.dtype != k_cache.dtype):
-        raise KernelInputError(op, "k", f"dtype {k.dtype}/{v.dtype} differs from the cache's {k_cache.dtype}")
     return is_int8
 
 
@@ -95,8 +95,8 @@ def check_decode(q, k_cache, v_cache, k_scale, v_scale, block_tables, seq_lens) 
     return is_int8
 
 
-def check_prefill(q, k_cache, v_cache, k_scale, v_scale, block_table, start_pos) -> bool:
-    """Validate paged_prefill_attention's arguments; returns whether the cache is int8."""
+def check_prefill(q, k_cache, v_cache, k_scale, v_scale, block_table, start_pos) -> tuple[bool, int]:
+    """Validate paged_prefill_attention's arguments; returns (cache is int8, start_pos as int)."""
     op = "paged_prefill_attention"
     expect(op, "q", q, ndim=3, dtypes=COMPUTE_DTYPES)
     dev = q.device
@@ -104,10 +104,15 @@ def check_prefill(q, k_cache, v_cache, k_scale, v_scale, block_table, start_pos)
     expect(op, "q", q, shape=(None, None, d))
     check_gqa(op, q.shape[1], hkv)
     expect(op, "block_table", block_table, ndim=1, dtypes=(torch.int32, torch.int64), device=dev)
-    if not isinstance(start_pos, int) or isinstance(start_pos, bool) or start_pos < 0:
-        raise KernelInputError(op, "start_pos", f"expected an int >= 0, got {start_pos!r}")
+    try:
+        pos = None if isinstance(start_pos, bool) else operator.index(start_pos)
+    except TypeError:       # operator.index takes int, numpy integers, 0-d integer tensors
+        pos = None
+    start_pos = pos
+    if start_pos is None or start_pos < 0:
+        raise KernelInputError(op, "start_pos", "expected an integer >= 0")
     total = start_pos + q.shape[0]
     if total > block_table.shape[0] * bs:
         raise KernelInputError(op, "block_table", f"{block_table.shape[0]} blocks of {bs} tokens "
                                                   f"cannot hold {total} positions")
-    return is_int8
+    return is_int8, start_pos

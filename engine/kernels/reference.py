@@ -37,7 +37,10 @@ def quantize_int8(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 def write_kv_ref(k, v, k_cache, v_cache, k_scale, v_scale, slot_mapping) -> None:
-    """Store k, v [num_tokens, num_kv_heads, head_dim] at slot_mapping (in place)."""
+    """Store k, v [num_tokens, num_kv_heads, head_dim] at slot_mapping (in place).
+
+    A float cache stores k, v cast to its dtype; an int8 cache stores them quantised.
+    """
     is_int8 = checks.check_write_kv(k, v, k_cache, v_cache, k_scale, v_scale, slot_mapping)
     keep = slot_mapping >= 0
     slots = slot_mapping[keep]
@@ -50,7 +53,7 @@ def write_kv_ref(k, v, k_cache, v_cache, k_scale, v_scale, slot_mapping) -> None
         k_cache[blk, off], v_cache[blk, off] = kq, vq
         k_scale[blk, off], v_scale[blk, off] = ks, vs
     else:
-        k_cache[blk, off], v_cache[blk, off] = k, v
+        k_cache[blk, off], v_cache[blk, off] = k.to(k_cache.dtype), v.to(v_cache.dtype)
 
 
 def _gather(cache: torch.Tensor, scale: torch.Tensor | None, blocks: torch.Tensor) -> torch.Tensor:
@@ -94,7 +97,7 @@ def paged_prefill_attention_ref(q, k_cache, v_cache, k_scale, v_scale, block_tab
     The chunk's own KV must already be in the cache. Blocks are gathered once, and GQA is a
     reshape (the q heads of one kv head stacked along the query axis) so KV is not repeated.
     """
-    checks.check_prefill(q, k_cache, v_cache, k_scale, v_scale, block_table, start_pos)
+    _, start_pos = checks.check_prefill(q, k_cache, v_cache, k_scale, v_scale, block_table, start_pos)
     chunk, hq, d = q.shape
     bs, hkv = k_cache.shape[1], k_cache.shape[2]
     if chunk == 0:

@@ -63,6 +63,9 @@ def write_kv_triton(k, v, k_cache, v_cache, k_scale, v_scale, slot_mapping) -> N
     for name, x in (("k", k), ("v", v)):
         if x.stride(2) != 1:
             raise checks.KernelInputError("write_kv", name, "the head_dim axis must be contiguous")
+    if not is_int8:
+        # Cast on the host: Triton's interpreter rounds float32 -> bf16 unlike the GPU.
+        k, v = k.to(k_cache.dtype), v.to(v_cache.dtype)
     ks = k_scale if is_int8 else k_cache   # unused placeholders keep one signature
     vs = v_scale if is_int8 else v_cache
     block_h, block_d = triton.next_power_of_2(hkv), triton.next_power_of_2(d)

@@ -1,6 +1,9 @@
 """The FastAPI application: routes, authentication, error shape, request metrics."""
 from __future__ import annotations
 
+from contextlib import asynccontextmanager
+
+import anyio.to_thread
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -16,8 +19,18 @@ ALWAYS_AUTH = frozenset({"/v1/engine/status"})
 
 
 def create_app(state: ServerState) -> FastAPI:
+    @asynccontextmanager
+    async def lifespan(_app):
+        # A request waiting for an engine slot holds a worker thread; give every running and
+        # pending request one so that a full queue answers 429 instead of stalling.
+        p = state.profile
+        limiter = anyio.to_thread.current_default_thread_limiter()
+        limiter.total_tokens = max(limiter.total_tokens,
+                                   p["max_concurrency"] + p["max_pending_requests"] + 16)
+        yield
+
     app = FastAPI(title="assay-engine", version=state.identity.get("engine_version", ""),
-                  docs_url=None, redoc_url=None, openapi_url=None)
+                  docs_url=None, redoc_url=None, openapi_url=None, lifespan=lifespan)
     app.state.server = state
     for r in (routes_engine.router, routes_chat.router, routes_responses.router):
         app.include_router(r)

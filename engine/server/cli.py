@@ -50,7 +50,7 @@ def serve(state) -> int:
 
     listen = state.profile["listen"]
     config = uvicorn.Config(create_app(state), host=listen["host"], port=listen["port"],
-                            log_level="warning", access_log=False, lifespan="off",
+                            log_level="warning", access_log=False, lifespan="on",
                             timeout_graceful_shutdown=state.profile["shutdown_timeout_s"])
     server = _Server(config)
     print(f"engine serve: listening on http://{listen['host']}:{listen['port']} "

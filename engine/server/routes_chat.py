@@ -77,20 +77,21 @@ async def chat_completions(request: Request):
         return sse_data(body)
 
     def events() -> Iterator[bytes]:
-        done = False
         try:
             yield chunk({"role": "assistant", "content": ""}, None)
             for d in gen.deltas():
                 yield chunk({"content": d}, None)
             out = gen.finish()
-            done = True
             yield chunk({}, out.finish_reason)
             if include_usage:
                 yield sse_data({**base, "choices": [], "usage": _usage(out)})
             yield DONE
-        finally:
-            if not done:
-                gen.abort("client_disconnected")
+        except GeneratorExit:
+            gen.abort("client_disconnected")
+            raise
+        except BaseException:
+            gen.abort("server_error")
+            raise
 
     return StreamingResponse(events(), media_type="text/event-stream",
                              headers={"Cache-Control": "no-cache"})

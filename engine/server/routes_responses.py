@@ -106,7 +106,6 @@ async def create_response(request: Request):
     ev = ResponsesEventWriter()
 
     def events() -> Iterator[bytes]:
-        done = False
         try:
             skeleton = _response_obj(rid, created, st, req, "in_progress", [], None)
             yield ev("response.created", response=skeleton)
@@ -121,7 +120,6 @@ async def create_response(request: Request):
                          content_index=0, delta=d, logprobs=[])
             text = gen.detok.text()
             out = gen.finish()
-            done = True
             resp = complete(text, out)
             yield ev("response.output_text.done", item_id=mid, output_index=0,
                      content_index=0, text=text, logprobs=[])
@@ -130,9 +128,12 @@ async def create_response(request: Request):
             yield ev("response.output_item.done", output_index=0, item=resp["output"][0])
             yield ev("response.completed" if resp["status"] == "completed"
                      else "response.incomplete", response=resp)
-        finally:
-            if not done:
-                gen.abort("client_disconnected")
+        except GeneratorExit:
+            gen.abort("client_disconnected")
+            raise
+        except BaseException:
+            gen.abort("server_error")
+            raise
 
     return StreamingResponse(events(), media_type="text/event-stream",
                              headers={"Cache-Control": "no-cache"})

@@ -24,10 +24,10 @@ def doomed(testbed, tmp_path):
         bed.down(log=lambda *_: None, bed_id=bed_id)
 
 
-def _kill_later(container: str, delay: float) -> threading.Thread:
+def _kill_later(container: str, delay: float, how: str = "kill") -> threading.Thread:
     def kill() -> None:
         time.sleep(delay)
-        docker.from_env(timeout=30).containers.get(container).kill()
+        getattr(docker.from_env(timeout=30).containers.get(container), how)()
 
     t = threading.Thread(target=kill, daemon=True)
     t.start()
@@ -49,4 +49,22 @@ def test_container_killed_mid_command(doomed, kind):
     assert e.value.command == ["sleep", "60"]
     with pytest.raises(HostLost):
         host.run(["true"], timeout=15)
+    host.close()
+
+
+@pytest.mark.parametrize("kind", ["ssh", "docker"])
+def test_frozen_container_is_lost_within_the_timeout(doomed, kind):
+    """A paused container keeps its TCP connection open but answers nothing."""
+    host = doomed.connect("tb0" if kind == "ssh" else "tb0-docker")
+    assert host.run(["true"]).exit_code == 0
+    container = doomed.entry("tb0-docker").container
+    freezer = _kill_later(container, 1.5, "pause")
+    t0 = time.monotonic()
+    try:
+        with pytest.raises(HostLost):
+            host.run(["sleep", "60"], timeout=20)
+        assert time.monotonic() - t0 < 20
+    finally:
+        freezer.join(10)
+        docker.from_env(timeout=30).containers.get(container).unpause()
     host.close()

@@ -28,7 +28,8 @@ def is_poison(t):
 
 
 @pytest.mark.parametrize("cache_dtype,kdtype", [(torch.float32, torch.float32), (torch.bfloat16, torch.bfloat16),
-                                                (torch.int8, torch.float32), (torch.int8, torch.bfloat16)])
+                                                (torch.bfloat16, torch.float32), (torch.int8, torch.float32),
+                                                (torch.int8, torch.bfloat16)])
 @pytest.mark.parametrize("hkv,d", [(2, 32), (3, 24)])
 def test_kernel_writes_same_bytes_as_reference(device, gen, cache_dtype, kdtype, hkv, d):
     n = 21

@@ -88,5 +88,14 @@ def test_errors_name_the_argument(gen):
         assert e.value.argument == arg and words in str(e.value), str(e.value)
     with pytest.raises(KernelInputError, match="cannot hold"):
         paged_prefill_attention_ref(randn(gen, 30, 4, 32), *p.cache_args(), p.block_tables[0], 10, 0.1)
-    with pytest.raises(KernelInputError, match="start_pos"):
-        paged_prefill_attention_ref(randn(gen, 3, 4, 32), *p.cache_args(), p.block_tables[0], -1, 0.1)
+    for bad_pos in (-1, 1.5, "2", True):
+        with pytest.raises(KernelInputError, match="start_pos"):
+            paged_prefill_attention_ref(randn(gen, 3, 4, 32), *p.cache_args(), p.block_tables[0], bad_pos, 0.1)
+
+
+def test_prefill_start_pos_may_be_an_integer_tensor(gen):
+    p = build(gen, [20], num_kv_heads=2, head_dim=32)
+    q = randn(gen, 3, 4, 32)
+    want = paged_prefill_attention_ref(q, *p.cache_args(), p.block_tables[0], 17, 0.1)
+    got = paged_prefill_attention_ref(q, *p.cache_args(), p.block_tables[0], torch.tensor(17), 0.1)
+    assert torch.equal(got, want)
