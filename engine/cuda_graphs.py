@@ -1,7 +1,9 @@
-"""CUDA graphs for decode: one captured graph per batch-size bucket, static input buffers.
+"""CUDA graphs for decode: one captured graph per batch-size bucket over static input buffers.
 
 Rows beyond the live batch are padding: they read and write only the pool's scratch block.
-"""
+Per step the host sends one packed [3, bucket] int64 copy (token, position, slot); block
+tables are re-sent only when the batch's membership changes (a sequence's blocks are all
+reserved at admission, so they do not change while it decodes)."""
 from __future__ import annotations
 
 import torch
@@ -14,35 +16,28 @@ class DecodeGraphs:
         self.runner = runner
         self.sizes = sorted(batch_sizes)
         dev, m, n = runner.device, runner.max_blocks, self.sizes[-1]
-        self.ids = torch.zeros(n, dtype=torch.int64, device=dev)
-        self.pos = torch.zeros(n, dtype=torch.int64, device=dev)
-        self.slots = torch.zeros(n, dtype=torch.int64, device=dev)
+        self.scratch = runner.pool.scratch_block
+        self.inp = torch.zeros((3, n), dtype=torch.int64, device=dev)       # ids, positions, slots
+        self.inp[2].fill_(self.scratch * runner.bs)
         self.tables = torch.full((n, m), -1, dtype=torch.int32, device=dev)
-        self.lens = torch.ones(n, dtype=torch.int32, device=dev)
+        self.tables[:, 0] = self.scratch
+        self._host = torch.zeros((3, n), dtype=torch.int64).pin_memory()
+        self._host_tables = torch.full((n, m), -1, dtype=torch.int32).pin_memory()
+        self._tables_for = None
         self.graphs: dict[int, torch.cuda.CUDAGraph] = {}
         self.outputs: dict[int, torch.Tensor] = {}
-        self._host = torch.empty((4, n), dtype=torch.int64).pin_memory()
-        self._host_tables = torch.empty((n, m), dtype=torch.int32).pin_memory()
         self._capture_all()
 
     def fits(self, b: int) -> bool:
         return b <= self.sizes[-1]
 
-    def _pad(self):
-        scratch = self.runner.pool.scratch_block
-        self.ids.zero_()
-        self.pos.zero_()
-        self.slots.fill_(scratch * self.runner.bs)
-        self.tables.fill_(-1)
-        self.tables[:, 0] = scratch
-        self.lens.fill_(1)
-
     def _forward(self, b: int) -> torch.Tensor:
-        meta = AttnMeta(slot_mapping=self.slots[:b], decode=True, block_tables=self.tables[:b], seq_lens=self.lens[:b])
-        return self.runner.model(self.ids[:b], self.pos[:b], meta, self.runner.ops, self.runner.caches)
+        ids, pos, slots = self.inp[0, :b], self.inp[1, :b], self.inp[2, :b]
+        lens = (pos + 1).to(torch.int32)          # computed inside the graph: one less copy
+        meta = AttnMeta(slot_mapping=slots, decode=True, block_tables=self.tables[:b], seq_lens=lens)
+        return self.runner.model(ids, pos, meta, self.runner.ops, self.runner.caches)
 
     def _capture_all(self) -> None:
-        self._pad()
         pool = None
         stream = torch.cuda.Stream()
         stream.wait_stream(torch.cuda.current_stream())
@@ -62,22 +57,19 @@ class DecodeGraphs:
     def run(self, seqs) -> torch.Tensor:
         b = len(seqs)
         bucket = next(s for s in self.sizes if s >= b)
-        ids, pos, slots, lens = self.runner.decode_inputs(seqs)
-        self._pad()
-        h = self._host
-        h[0, :b] = torch.tensor(ids)
-        h[1, :b] = torch.tensor(pos)
-        h[2, :b] = torch.tensor(slots)
-        h[3, :b] = torch.tensor(lens)
-        self.ids[:b].copy_(h[0, :b], non_blocking=True)
-        self.pos[:b].copy_(h[1, :b], non_blocking=True)
-        self.slots[:b].copy_(h[2, :b], non_blocking=True)
-        self.lens[:b].copy_(h[3, :b], non_blocking=True)
-        ht = self._host_tables
-        ht[:b].fill_(-1)
-        for i, s in enumerate(seqs):
-            ht[i, :len(s.blocks)] = torch.tensor(s.blocks, dtype=torch.int32)
-        self.tables[:b].copy_(ht[:b], non_blocking=True)
+        ids, pos, slots, _ = self.runner.decode_inputs(seqs)
+        pad = bucket - b
+        self._host[:, :bucket] = torch.tensor([ids + [0] * pad, pos + [0] * pad,
+                                               slots + [self.scratch * self.runner.bs] * pad])
+        self.inp[:, :bucket].copy_(self._host[:, :bucket], non_blocking=True)
+        key = (bucket, tuple(s.id for s in seqs))
+        if key != self._tables_for:
+            ht = self._host_tables
+            ht[:bucket].fill_(-1)
+            for i, s in enumerate(seqs):
+                ht[i, :len(s.blocks)] = torch.tensor(s.blocks, dtype=torch.int32)
+            ht[b:bucket, 0] = self.scratch
+            self.tables[:bucket].copy_(ht[:bucket], non_blocking=True)
+            self._tables_for = key
         self.graphs[bucket].replay()
         return self.outputs[bucket][:b]
-

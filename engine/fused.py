@@ -9,32 +9,40 @@ import torch
 import torch.nn.functional as F
 
 
-def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
+def _rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
     # Normalise in float32, cast back, then scale: transformers' order of operations.
     xf = x.float()
     xf = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps)
     return weight * xf.to(x.dtype)
 
 
-def rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+def _add_rms_norm(x: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor, eps: float):
+    """(rms_norm(residual + x), residual + x): the residual add fused with the next norm."""
+    summed = residual + x
+    return _rms_norm(summed, weight, eps), summed
+
+
+def _rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
     """x [N, heads, D]; cos/sin [N, D] (halves repeated) in x's dtype: q*cos + rotate_half(q)*sin."""
     half = x.shape[-1] // 2
     rotated = torch.cat((-x[..., half:], x[..., :half]), dim=-1)
     return x * cos[:, None, :] + rotated * sin[:, None, :]
 
 
-def silu_mul(gate_up: torch.Tensor, inter: int) -> torch.Tensor:
+def _silu_mul(gate_up: torch.Tensor, inter: int) -> torch.Tensor:
     gate, up = gate_up.split(inter, dim=-1)
     return F.silu(gate) * up
 
 
-_EAGER = {"rms_norm": rms_norm, "rope": rope, "silu_mul": silu_mul}
+_EAGER = {"rms_norm": _rms_norm, "add_rms_norm": _add_rms_norm, "rope": _rope, "silu_mul": _silu_mul}
+# The names the model calls; enable_compile() rebinds them.
+rms_norm, add_rms_norm, rope, silu_mul = _rms_norm, _add_rms_norm, _rope, _silu_mul
 _compiled = False
 
 
 def enable_compile() -> bool:
     """Swap in torch.compile'd versions (CUDA only); False, and eager kept, if compiling fails."""
-    global _compiled, rms_norm, rope, silu_mul
+    global _compiled, rms_norm, add_rms_norm, rope, silu_mul
     if _compiled:
         return True
     try:
@@ -44,14 +52,16 @@ def enable_compile() -> bool:
         c["rms_norm"](x, torch.ones(8, device=dev, dtype=torch.bfloat16), 1e-6)
         c["rope"](x, torch.ones(3, 8, device=dev, dtype=torch.bfloat16), torch.zeros(3, 8, device=dev, dtype=torch.bfloat16))
         c["silu_mul"](x.view(3, 32), 16)
+        c["add_rms_norm"](x, x, torch.ones(8, device=dev, dtype=torch.bfloat16), 1e-6)
     except Exception:   # noqa: BLE001 - no compiler toolchain here: the eager versions stay
         return False
-    rms_norm, rope, silu_mul = c["rms_norm"], c["rope"], c["silu_mul"]
+    rms_norm, add_rms_norm, rope, silu_mul = c["rms_norm"], c["add_rms_norm"], c["rope"], c["silu_mul"]
     _compiled = True
     return True
 
 
 def disable_compile() -> None:
-    global _compiled, rms_norm, rope, silu_mul
-    rms_norm, rope, silu_mul = _EAGER["rms_norm"], _EAGER["rope"], _EAGER["silu_mul"]
+    global _compiled, rms_norm, add_rms_norm, rope, silu_mul
+    rms_norm, add_rms_norm = _EAGER["rms_norm"], _EAGER["add_rms_norm"]
+    rope, silu_mul = _EAGER["rope"], _EAGER["silu_mul"]
     _compiled = False

@@ -58,9 +58,11 @@ class Attention(nn.Module):
         kc, vc, ks, vs = cache
         if kc.dtype != torch.int8 and kc.dtype != k.dtype:   # e.g. a bf16 cache under fp32 compute
             k, v = k.to(kc.dtype), v.to(kc.dtype)
-        ops.write_kv(k.contiguous(), v.contiguous(), kc, vc, ks, vs, meta.slot_mapping)
+        # The kernels take strided k/v/q (head_dim contiguous); copies would cost kernels per layer.
+        ops.write_kv(k, v, kc, vc, ks, vs, meta.slot_mapping)
         if meta.decode:
-            o = ops.paged_decode_attention(q.contiguous(), kc, vc, ks, vs, meta.block_tables, meta.seq_lens, self.sm_scale)
+            q = q if q.is_cuda else q.contiguous()     # the CPU references reshape q with view()
+            o = ops.paged_decode_attention(q, kc, vc, ks, vs, meta.block_tables, meta.seq_lens, self.sm_scale)
         else:
             o = ops.paged_prefill_attention(q.contiguous(), kc, vc, ks, vs, meta.block_table, meta.start_pos, self.sm_scale)
         return self.o(o.reshape(n, self.h * self.d))
@@ -85,9 +87,12 @@ class Block(nn.Module):
         self.mlp_norm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
         self.mlp = MLP(cfg)
 
-    def forward(self, x, cos, sin, meta, ops, cache):
-        x = x + self.attn(self.attn_norm(x), cos, sin, meta, ops, cache)
-        return x + self.mlp(self.mlp_norm(x))
+    def forward(self, h, residual, cos, sin, meta, ops, cache, next_norm: RMSNorm):
+        """h: this block's normed input; returns (next_norm(new residual), new residual)."""
+        a = self.attn(h, cos, sin, meta, ops, cache)
+        h, residual = fused.add_rms_norm(a, residual, self.mlp_norm.weight, self.mlp_norm.eps)
+        m = self.mlp(h)
+        return fused.add_rms_norm(m, residual, next_norm.weight, next_norm.eps)
 
 
 class Transformer(nn.Module):
@@ -108,10 +113,14 @@ class Transformer(nn.Module):
     @torch.inference_mode()
     def forward(self, input_ids, positions, meta: AttnMeta, ops, caches, logit_rows=None):
         """Logits (float32) for every token, or only for rows logit_rows when given."""
-        x = self.embed(input_ids)
-        cos, sin = self.rope_cos[positions].to(x.dtype), self.rope_sin[positions].to(x.dtype)
-        for layer, cache in zip(self.layers, caches):
-            x = layer(x, cos, sin, meta, ops, cache)
+        residual = self.embed(input_ids)
+        cos, sin = self.rope_cos[positions].to(residual.dtype), self.rope_sin[positions].to(residual.dtype)
+        h = self.layers[0].attn_norm(residual)
+        # Each residual add is fused with the RMSNorm that follows it (the next block's
+        # attn_norm, or the final norm after the last block).
+        nexts = [layer.attn_norm for layer in self.layers[1:]] + [self.norm]
+        for layer, cache, next_norm in zip(self.layers, caches, nexts):
+            h, residual = layer(h, residual, cos, sin, meta, ops, cache, next_norm)
         if logit_rows is not None:
-            x = x[logit_rows]
-        return self.lm_head(self.norm(x)).float()
+            h = h[logit_rows]
+        return self.lm_head(h).float()

@@ -81,6 +81,8 @@ class DockerHost(ArchiveFiles):
             next_look = time.monotonic() + LOOK_EVERY_S
             while reader.is_alive():
                 reader.join(min(0.2, max(0.0, deadline - time.monotonic())))
+                if sink.error is not None:
+                    raise sink.error
                 if time.monotonic() >= next_look:  # a paused or dead container sends no EOF
                     self._container(argv)
                     next_look = time.monotonic() + LOOK_EVERY_S
@@ -96,6 +98,8 @@ class DockerHost(ArchiveFiles):
             _close(raw)
         sink.feed("stdout", b"", final=True)
         marker.close()
+        if sink.error is not None:
+            raise sink.error
         info = self._inspect_exec(exec_id, argv)
         if info.get("Running") or info.get("ExitCode") is None:
             raise HostLost(self.name, argv, "the command's stream ended but it has no exit code")

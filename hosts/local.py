@@ -60,11 +60,18 @@ class LocalHost:
             threading.Thread(target=_feed_stdin, args=(proc, data), daemon=True).start()
         deadline = time.monotonic() + timeout
         try:
-            proc.wait(timeout=max(0.0, deadline - time.monotonic()))
-            for t in pumps:  # children left in the group may still hold the pipes open
-                t.join(max(0.0, deadline - time.monotonic()))
-            if any(t.is_alive() for t in pumps):
-                raise subprocess.TimeoutExpired(argv, timeout)
+            while True:
+                if sink.error is not None:
+                    raise sink.error
+                # children left in the group may hold the pipes open after the leader exits
+                alive = [t for t in pumps if t.is_alive()]
+                if proc.poll() is not None and not alive:
+                    break
+                if time.monotonic() >= deadline:
+                    raise subprocess.TimeoutExpired(argv, timeout)
+                alive[0].join(0.05) if alive else time.sleep(0.05)
+            if sink.error is not None:
+                raise sink.error
         except subprocess.TimeoutExpired:
             kill_group(proc.pid)
             proc.wait()

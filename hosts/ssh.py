@@ -97,6 +97,10 @@ class SSHHost(SftpFiles):
                 self._drop()
                 if not idempotent or attempt == 2:
                     raise HostLost(self.name, what, str(e)) from None
+            except HostLost as e:
+                if e.command == "connect":  # name the command the caller asked for
+                    raise HostLost(self.name, what, f"cannot connect: {e.detail}") from None
+                raise
 
     # -- commands ---------------------------------------------------------------------------
     def run(self, cmd: Sequence[str] | str, *, env: Mapping[str, str] | None = None,
@@ -129,6 +133,8 @@ class SSHHost(SftpFiles):
                 if chan.recv_stderr_ready():
                     marker.feed(chan.recv_stderr(65536))
                     busy = True
+                if sink.error is not None:
+                    raise sink.error
                 if busy:
                     self._liveness.heard()
                     continue
@@ -159,6 +165,8 @@ class SSHHost(SftpFiles):
             raise
         sink.feed("stdout", b"", final=True)
         marker.close()
+        if sink.error is not None:
+            raise sink.error
         code = chan.recv_exit_status()
         chan.close()
         return RunResult(argv, code, sink.text("stdout"), sink.text("stderr"), started, time.time(), host=self.name)

@@ -16,6 +16,7 @@ class StreamCollector:
         self._decoders = {s: codecs.getincrementaldecoder("utf-8")("replace") for s in ("stdout", "stderr")}
         self._parts: dict[str, list[str]] = {"stdout": [], "stderr": []}
         self._lock = threading.Lock()
+        self.error: BaseException | None = None
 
     def feed(self, stream: str, data: bytes, final: bool = False) -> None:
         text = self._decoders[stream].decode(data, final)
@@ -23,8 +24,11 @@ class StreamCollector:
             return
         with self._lock:
             self._parts[stream].append(text)
-        if self._on_output is not None:
-            self._on_output(stream, text)
+        if self._on_output is not None and self.error is None:
+            try:
+                self._on_output(stream, text)
+            except BaseException as e:  # a callback that raises cancels the command
+                self.error = e
 
     def text(self, stream: str) -> str:
         with self._lock:

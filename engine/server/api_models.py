@@ -9,6 +9,7 @@ _Temp = Annotated[float, Field(ge=0.0, le=2.0, allow_inf_nan=False)]
 _TopP = Annotated[float, Field(gt=0.0, le=1.0, allow_inf_nan=False)]
 _Tokens = Annotated[int, Field(ge=1, le=1_000_000)]
 _Key = Annotated[str, Field(min_length=1, max_length=256)]
+_Seed = Annotated[int, Field(ge=0, le=2**63 - 1)]   # what a torch.Generator accepts
 
 
 class _Strict(BaseModel):
@@ -37,7 +38,7 @@ class ChatCompletionRequest(_Strict):
     max_completion_tokens: _Tokens | None = None
     temperature: _Temp | None = None
     top_p: _TopP | None = None
-    seed: int | None = None
+    seed: _Seed | None = None
     n: Literal[1] | None = None
     stream: bool = False
     stream_options: StreamOptions | None = None

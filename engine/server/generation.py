@@ -110,7 +110,7 @@ class Generation:
     def _reject(self, code: str, message: str, param: str | None = None):
         self.state.log.write("request_rejected", id=self.request_id, route=self.route,
                              code=code, reason=message)
-        with self.state._lock:
+        with self.state.lock:
             self.state.counters.rejected += 1
         raise APIError(code, message, param)
 

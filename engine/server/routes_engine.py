@@ -30,7 +30,7 @@ async def metrics(request: Request):
 def engine_status(st) -> dict:
     raw = st.llm.status() or {}
     sched = raw.get("scheduler") or {}
-    with st._lock:
+    with st.lock:
         counters = dict(vars(st.counters))
         inflight = st.inflight
     ck = None
@@ -48,7 +48,7 @@ def engine_status(st) -> dict:
         "scheduler": {"active": sched.get("active", raw.get("active", 0)),
                       "pending": sched.get("pending", raw.get("pending", 0)),
                       "inflight_http": inflight},
-        "cache": {**pool_usage(raw), "sessions": len(st.llm.sessions()), "engine": raw.get("pool")},
+        "cache": {**pool_usage(raw), "sessions": len(st.llm.sessions())},
         "speculative": {"backend": st.profile["speculative"]["backend"],
                         "draft_tokens": st.profile["speculative"]["draft_tokens"],
                         "counters": raw.get("spec")},

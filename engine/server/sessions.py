@@ -21,7 +21,7 @@ def save_session(state: ServerState, session: str) -> dict[str, Any]:
     except CheckpointError as e:
         raise APIError("checkpoint_quota_exceeded", str(e), "session") from None
     state.mark_clean(session)
-    with state._lock:
+    with state.lock:
         state.counters.checkpoints_saved += 1
     return manifest
 
@@ -35,7 +35,7 @@ def restore_session(state: ServerState, session: str) -> str | None:
     if info.status == "missing":
         return None
     if loaded is None:
-        with state._lock:
+        with state.lock:
             state.counters.checkpoints_refused += 1
         return info.status
     from engine.llm import SessionState
@@ -45,10 +45,10 @@ def restore_session(state: ServerState, session: str) -> str | None:
     except Exception:
         # The files verified but the engine would not take them (shape or dtype mismatch):
         # the checkpoint cannot serve this engine, so the request prefills in full instead.
-        with state._lock:
+        with state.lock:
             state.counters.checkpoints_refused += 1
         return "incompatible"
-    with state._lock:
+    with state.lock:
         state.counters.checkpoints_restored += 1
     return "restored"
 

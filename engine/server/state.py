@@ -46,7 +46,7 @@ class ServerState:
     inflight: int = 0
     _busy: set[str] = field(default_factory=set)
     _dirty: set[str] = field(default_factory=set)
-    _lock: threading.Lock = field(default_factory=threading.Lock)
+    lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
     def model_name(self) -> str:
@@ -58,7 +58,7 @@ class ServerState:
 
     def begin(self, session: str | None) -> None:
         """Admit one request into the server (not yet the engine); claims its session."""
-        with self._lock:
+        with self.lock:
             if self.draining:
                 self.counters.refused_draining += 1
                 raise APIError("server_shutting_down", "the server is shutting down")
@@ -70,7 +70,7 @@ class ServerState:
             self.inflight += 1
 
     def end(self, session: str | None, outcome: str, *, dirty: bool = False) -> None:
-        with self._lock:
+        with self.lock:
             self.inflight -= 1
             if session is not None:
                 self._busy.discard(session)
@@ -86,14 +86,14 @@ class ServerState:
                 self.counters.errors += 1
 
     def session_busy(self, session: str) -> bool:
-        with self._lock:
+        with self.lock:
             return session in self._busy
 
     def take_dirty(self) -> list[str]:
-        with self._lock:
+        with self.lock:
             out, self._dirty = sorted(self._dirty), set()
             return out
 
     def mark_clean(self, session: str) -> None:
-        with self._lock:
+        with self.lock:
             self._dirty.discard(session)

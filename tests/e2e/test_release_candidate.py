@@ -3,11 +3,15 @@ the cpu-smoke lane on the tiny model, the approval gate driven through `assay ap
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
+import zipfile
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -96,14 +100,24 @@ def _published_versions(tmp_path: Path) -> list[Path]:
     return sorted(p for p in store.iterdir()) if store.exists() else []
 
 
-def test_approved_candidate_is_published_and_verifies(prefect_api, engine_repo, tmp_path):
-    flow, run_id = _paused_run(prefect_api, engine_repo, tmp_path, f"e2e-approve-{os.getpid()}")
+@pytest.fixture(scope="module")
+def published(prefect_api, engine_repo, tmp_path_factory):
+    """One candidate taken through the whole flow and approved; later tests read its store."""
+    tmp = tmp_path_factory.mktemp("published")
+    flow, run_id = _paused_run(prefect_api, engine_repo, tmp, f"e2e-approve-{os.getpid()}")
     refused = _approve(prefect_api, run_id, "--as", "intruder", "--reason", "not on the list")
-    assert refused.returncode != 0 and "intruder" in (refused.stdout + refused.stderr)
     ok = _approve(prefect_api, run_id, "--as", "local-operator", "--reason", "tests: approve")
-    assert ok.returncode == 0, ok.stderr
-    assert flow.wait() == 0, flow.log.read_text()[-6000:]
-    assert wait_for_state(run_id, set(), timeout_s=60) == "COMPLETED"
+    code = flow.wait()
+    return {"tmp": tmp, "run_id": run_id, "refused": refused, "ok": ok, "code": code, "log": flow.log}
+
+
+def test_approved_candidate_is_published_and_verifies(prefect_api, engine_repo, published):
+    tmp_path = published["tmp"]
+    refused = published["refused"]
+    assert refused.returncode != 0 and "intruder" in (refused.stdout + refused.stderr)
+    assert published["ok"].returncode == 0, published["ok"].stderr
+    assert published["code"] == 0, published["log"].read_text()[-6000:]
+    assert wait_for_state(published["run_id"], set(), timeout_s=60) == "COMPLETED"
     (release,) = _published_versions(tmp_path)
     manifest = json.loads((release / "manifest.json").read_text())
     assert manifest["state"] == "published"
@@ -118,6 +132,71 @@ def test_approved_candidate_is_published_and_verifies(prefect_api, engine_repo, 
     again = FlowProcess(prefect_api, write_config(tmp_path, engine_repo), f"e2e-again-{os.getpid()}", tmp_path / "again.log")
     assert again.wait(600) != 0
     assert "already published" in again.log.read_text()
+
+
+@contextmanager
+def prefect_artifact(key: str):
+    """The latest markdown of the Prefect artifact `key`, read back from the server."""
+    from prefect.client.orchestration import get_client
+
+    with get_client(sync_client=True) as client:
+        artifact = client.read_latest_artifacts(limit=200)
+    found = [a for a in artifact if a.key == key]
+    assert found, f"no artifact {key!r} on the server"
+    yield found[0].data
+
+
+def _nightly(env: dict, config: Path, log: Path) -> int:
+    code = ("from flows.nightly import nightly_reproducibility as f\n"
+            f"print('REPORT', __import__('json').dumps(f(config={str(config)!r})))\n")
+    with open(log, "wb") as out:
+        return subprocess.run([sys.executable, "-c", code], env={**os.environ, **env}, stdout=out,
+                              stderr=subprocess.STDOUT, timeout=900).returncode
+
+
+def test_nightly_rebuild_matches_the_published_sums(prefect_api, published):
+    tmp = published["tmp"]
+    assert published["code"] == 0
+    log = tmp / "nightly.log"
+    assert _nightly(prefect_api, tmp / "assay.toml", log) == 0, log.read_text()[-4000:]
+    report = json.loads(log.read_text().split("REPORT ", 1)[1].splitlines()[0])
+    assert report["drift"] is False
+    assert {f["status"] for f in report["files"]} == {"matches"}
+    assert len(report["files"]) == 2  # the wheel and the sdist
+
+
+def test_nightly_drift_fails_the_run_and_names_the_member(prefect_api, published, tmp_path):
+    """The published wheel differs from what its candidate now builds to (one member's bytes, as a
+    changed toolchain would do): the nightly run fails and its report names the member."""
+    assert published["code"] == 0
+    (release,) = _published_versions(published["tmp"])
+    store = tmp_path / "store"
+    shutil.copytree(release, store / release.name)
+    wheel = next((store / release.name / "artifacts").glob("*.whl"))
+    wheel.chmod(0o644)
+    members = {}
+    with zipfile.ZipFile(wheel) as zin:
+        infos = zin.infolist()
+        members = {i.filename: zin.read(i) for i in infos}
+    with zipfile.ZipFile(wheel, "w", zipfile.ZIP_DEFLATED) as zout:
+        for info in infos:
+            data = members[info.filename]
+            if info.filename == "engine/__init__.py":
+                data += b"# drifted\n"
+            zout.writestr(info, data)
+    sums = store / release.name / "SHA256SUMS"
+    sums.chmod(0o644)
+    new_sha = hashlib.sha256(wheel.read_bytes()).hexdigest()
+    sums.write_text("".join(f"{new_sha}{line[64:]}\n" if line.endswith(".whl") else line + "\n"
+                            for line in sums.read_text().splitlines()))
+    config = tmp_path / "assay.toml"
+    config.write_text((published["tmp"] / "assay.toml").read_text().replace(str(published["tmp"] / "store"), str(store)))
+    log = tmp_path / "nightly.log"
+    assert _nightly(prefect_api, config, log) != 0
+    text = log.read_text()
+    assert "no longer gives its published bytes" in text
+    with prefect_artifact("nightly-reproducibility") as markdown:
+        assert "DRIFT" in markdown and "engine/__init__.py" in markdown and "content" in markdown
 
 
 def test_rejection_fails_the_run_and_publishes_nothing(prefect_api, engine_repo, tmp_path):

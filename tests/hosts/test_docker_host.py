@@ -66,3 +66,13 @@ def test_ephemeral_container_with_mount(testbed, tmp_path):
     assert not docker.from_env().containers.list(all=True, filters={"name": name})
     with pytest.raises(HostLost, match="gone"):
         host.run(["true"])
+
+
+def test_cancellation_kills_the_group(host):
+    def cancel(stream, text):
+        if "started" in text:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        host.run("sleep 331 & echo started; wait", on_output=cancel, timeout=60)
+    assert host.run("pgrep -f 'sleep 33[1]' || true").stdout == ""

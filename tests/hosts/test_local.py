@@ -83,3 +83,17 @@ def test_facts(host):
     f = host.facts()
     assert f.hostname and f.kernel and f.cpu_count >= 1 and f.memory_bytes > 0
     assert f.python_version.count(".") == 2
+
+
+def test_raising_callback_cancels_and_kills_the_group(host, tmp_path):
+    marker = tmp_path / "pid"
+
+    def cancel(stream, text):
+        if "started" in text:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        host.run(f"sleep 300 & echo $! > {marker}; echo started; wait", on_output=cancel, timeout=60)
+    time.sleep(0.3)
+    with pytest.raises(ProcessLookupError):
+        os.kill(int(marker.read_text()), 0)

@@ -89,3 +89,13 @@ def test_facts(host):
     f = host.facts()
     assert f.os.startswith("Debian") and f.python_version.startswith("3.11") and f.cpu_count >= 1
     assert f.gpus == []
+
+
+def test_cancellation_kills_the_remote_group(host):
+    def cancel(stream, text):
+        if "started" in text:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        host.run("sleep 321 & echo started; wait", on_output=cancel, timeout=60)
+    assert host.run("pgrep -f 'sleep 32[1]' || true").stdout == ""

@@ -5,18 +5,27 @@ import torch
 
 
 @torch.no_grad()
-def hf_greedy(model, prompt_ids: list[int], n: int) -> list[int]:
-    """Plain argmax with transformers' KV cache, never stopping early, so both sides emit n tokens."""
-    out = model(torch.tensor([prompt_ids]), use_cache=True)
-    past, tokens = out.past_key_values, []
-    nxt = int(out.logits[0, -1].argmax())
-    for _ in range(n):
+def hf_greedy_batch(model, prompts: list[list[int]], n: int, pad_id: int) -> list[list[int]]:
+    """Plain argmax over a left-padded batch with transformers' KV cache, never stopping early.
+
+    One batch instead of one loop per prompt: on two shared cores that is minutes faster.
+    """
+    width = max(len(p) for p in prompts)
+    ids = torch.tensor([[pad_id] * (width - len(p)) + p for p in prompts])
+    mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts])
+    pos = (mask.cumsum(-1) - 1).clamp(min=0)
+    out = model(input_ids=ids, attention_mask=mask, position_ids=pos, use_cache=True)
+    tokens = []
+    for step in range(n):
+        nxt = out.logits[:, -1].argmax(-1)
         tokens.append(nxt)
-        if len(tokens) == n:
+        if step == n - 1:
             break
-        out = model(torch.tensor([[nxt]]), past_key_values=past, use_cache=True)
-        past, nxt = out.past_key_values, int(out.logits[0, -1].argmax())
-    return tokens
+        mask = torch.cat([mask, torch.ones_like(mask[:, :1])], dim=1)
+        pos = pos[:, -1:] + 1
+        out = model(input_ids=nxt[:, None], attention_mask=mask, position_ids=pos,
+                    past_key_values=out.past_key_values, use_cache=True)
+    return torch.stack(tokens, dim=1).tolist()
 
 
 @torch.no_grad()

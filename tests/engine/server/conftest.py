@@ -18,7 +18,8 @@ def tiny_model(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def server(tiny_model, tmp_path_factory):
-    """One shared server for the API and error tests; checkpoints off, key required."""
-    profile = base_profile(tiny_model)
+    """One shared server for the API and error tests; checkpoints off, key required, n-gram
+    speculative decoding on (the tiny model's repetitive output gives it hits)."""
+    profile = {**base_profile(tiny_model), "speculative": {"backend": "ngram", "draft_tokens": 4}}
     with Server(tmp_path_factory.mktemp("srv"), profile) as s:
         yield s

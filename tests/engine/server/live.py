@@ -22,7 +22,9 @@ def free_port() -> int:
 
 
 def base_profile(model_dir: Path) -> dict:
-    return {"model": {"path": str(model_dir), "name": "tiny"}, "device": "cpu",
+    # ASSAY_ENGINE_TEST_DEVICE=cuda runs the live tests on a GPU (the device machine).
+    device = os.environ.get("ASSAY_ENGINE_TEST_DEVICE", "cpu")
+    return {"model": {"path": str(model_dir), "name": "tiny"}, "device": device,
             "dtype": "float32", "kv_dtype": "float32", "max_context": 256, "kv_capacity": 4096,
             "prefill_chunk": 64, "max_concurrency": 4, "max_pending_requests": 16,
             "pending_timeout_ms": 20000, "admission_headroom_mib": 16, "host_memory_mib": 512,

@@ -158,6 +158,11 @@ def test_status_and_metrics(server, client):
     assert 'engine_requests_total{route="/v1/chat/completions",status="200"}' in metrics
     assert "engine_time_to_first_token_seconds_count" in metrics
     assert "engine_kv_pool_blocks_total 256.0" in metrics
+    attempted = [ln for ln in metrics.splitlines() if ln.startswith(
+        'engine_spec_decode_position_tokens_total{kind="attempted",position="0"}')]
+    assert attempted and float(attempted[0].split()[-1]) > 0
+    assert st["speculative"]["backend"] == "ngram"
+    assert sum(st["speculative"]["counters"]["attempted"]) > 0
     start = [r for r in server.log() if r["event"] == "server_start"][0]
     assert start["admission"] == adm and start["identity"] == ident
 

@@ -98,7 +98,7 @@ _common = {"model": st.sampled_from(["tiny", "other", ""]) | _scalar,
            "unknown_" + "x": _json}
 _chat = st.fixed_dictionaries({}, optional={
     **_common, "messages": st.lists(_message, max_size=3) | _json,
-    "max_tokens": st.integers(-5, 300) | _scalar, "seed": st.integers(-5, 10) | _scalar,
+    "max_tokens": st.integers(-5, 300) | _scalar, "seed": st.integers(-5, 10) | st.integers(-2**70, 2**70) | _scalar,
     "stream_options": st.fixed_dictionaries({"include_usage": st.booleans()}) | _json,
     "n": st.integers(0, 3)})
 _responses = st.fixed_dictionaries({}, optional={

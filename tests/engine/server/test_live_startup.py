@@ -51,3 +51,24 @@ def test_wrong_model_digest_exits_2(tiny_model, tmp_path):
     prof["model"] = {**prof["model"], "sha256": "0" * 64}
     proc = _serve(tmp_path, prof)
     assert proc.returncode == 2 and "0" * 64 in proc.stderr
+
+
+def test_shipped_tiny_profile_serves(tiny_model, tmp_path):
+    from pathlib import Path
+
+    import engine
+    import httpx
+
+    from tests.engine.server.live import Server
+    shipped = Path(engine.__file__).parent / "profiles" / "tiny-cpu.json"
+    s = Server(tmp_path, {"model": {"path": "unused"}})
+    (tmp_path / "keys").write_text("shipped-key\n")
+    s.argv = [sys.executable, "-m", "engine", "serve", "--profile", str(shipped),
+              "--model", str(tiny_model), "--port", str(s.port), "--host", "127.0.0.1",
+              "--api-key-file", str(tmp_path / "keys")]
+    s.key = "shipped-key"
+    with s, s.client() as c:
+        r = c.post("/v1/chat/completions", json={
+            "model": "tiny", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 3})
+        assert r.status_code == 200 and r.json()["usage"]["completion_tokens"] == 3
+        assert httpx.get(s.url + "/v1/models").status_code == 401
