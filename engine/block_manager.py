@@ -40,7 +40,10 @@ class BlockManager:
         return sum(len(e.blocks) for e in self._sessions.values())
 
     def allocate(self, n: int) -> list[int] | None:
-        """n free blocks, evicting least recently used sessions as needed; None if impossible now."""
+        """n free blocks, evicting least recently used sessions as needed; None if impossible now
+        (then nothing is evicted)."""
+        if len(self._free) + self.session_blocks() < n:
+            return None
         while len(self._free) < n and self._sessions:
             _, entry = self._sessions.popitem(last=False)
             self._free.extend(entry.blocks)

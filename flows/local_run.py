@@ -12,7 +12,6 @@ from pathlib import Path
 from rich.console import Console
 
 from flows.config import load_config, project_root
-from flows.runs import wait_for_state
 from flows.services import free_port, port_is_free, prefect_env, running, start_server, start_worker, stop_all
 
 POOL = "assay-local"
@@ -60,7 +59,14 @@ def start() -> int:
     root = project_root()
     cfg = load_config()
     api_url, env = _ensure_services(cfg.state_dir, root)
-    os.environ.update({"PREFECT_API_URL": api_url, "PREFECT_HOME": env["PREFECT_HOME"]})
+    from prefect.settings import PREFECT_API_URL, PREFECT_HOME, temporary_settings
+
+    # This process speaks to the server it started, never to an in-process ephemeral one.
+    with temporary_settings(updates={PREFECT_API_URL: api_url, PREFECT_HOME: env["PREFECT_HOME"]}):
+        return _trigger_and_approve(cfg, api_url, env, root)
+
+
+def _trigger_and_approve(cfg, api_url: str, env: dict[str, str], root: Path) -> int:
     out = _prefect(["deployment", "run", DEPLOYMENT], env, root)
     match = re.search(r"UUID:\s*([0-9a-f-]{36})", out)
     if not match:
@@ -68,6 +74,8 @@ def start() -> int:
     run_id = match.group(1)
     ui = api_url.removesuffix("/api") + f"/runs/flow-run/{run_id}"
     console.print(f"Triggered {DEPLOYMENT}: flow run {run_id}\n  UI: {ui}")
+    from flows.runs import wait_for_state
+
     show = lambda state, message: console.print(f"  state: {state}" + (f" ({message})" if message else ""))
     state = wait_for_state(run_id, {"PAUSED"}, timeout_s=3600, on_change=show)
     if state != "PAUSED":
@@ -86,14 +94,19 @@ def start() -> int:
 
 
 def _report_published(cfg, run_id: str) -> int:
-    from flows.results import published_of_run
+    import json
 
-    version, path = published_of_run(cfg, run_id)
+    from flows.workspace import Workspace
+
+    summary = json.loads(Workspace.for_run(cfg, run_id).summary.read_text())
+    version, path = summary["version"], Path(summary["location"])
+    if path.is_relative_to(cfg.root):
+        path = path.relative_to(cfg.root)
     console.print(f"  published release {version}: {path}")
     verify = [str(Path(sys.executable).with_name("assay")), "verify", "--require-ready", str(path)]
     console.print("  $ assay verify --require-ready " + str(path))
     result = subprocess.run(verify, timeout=300)
-    console.print(f"\nThe Prefect server stays up for you at {cfg and _ui_root()}; `make stop` ends it.")
+    console.print(f"\nThe Prefect server stays up for you at {_ui_root()}; `make stop` ends it.")
     return result.returncode
 
 

@@ -104,3 +104,14 @@ def test_bf16_kv_runs_close(qwen3_dir, hf_models, device):
         ref = hf(torch.tensor([ids], device=hf.device)).logits[0].float().cpu()
     rel = (engine_logits(llm, ids) - ref).abs().max().item() / ref.abs().max().item()
     assert 0.0 < rel < 0.01, rel
+
+
+def test_bf16_compute_close_to_fp32(llama_dir, hf_models, device):
+    llm = LLM(llama_dir, device=device, dtype="bfloat16", kv_capacity_tokens=512)
+    assert llm.model.embed.weight.dtype == torch.bfloat16 and llm.pool.k.dtype == torch.bfloat16
+    hf = hf_models[str(llama_dir)]
+    ids = llm.tokenizer.encode(PROMPTS[3])
+    with torch.no_grad():
+        ref = hf(torch.tensor([ids], device=hf.device)).logits[0].float().cpu()
+    rel = (engine_logits(llm, ids) - ref).norm().item() / ref.norm().item()
+    assert rel < 0.03, rel     # bf16 weights and activations: about 2**-8 relative per value
