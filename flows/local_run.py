@@ -44,8 +44,9 @@ def _ensure_services(state: Path, root: Path) -> tuple[str, dict[str, str]]:
         api_url = server.url
     env = prefect_env(home, api_url)
     env["ASSAY_ROOT"] = str(root)
-    pools = _prefect(["work-pool", "ls"], env, root)
-    if POOL not in pools:
+    known = subprocess.run([sys.executable, "-m", "prefect", "work-pool", "inspect", POOL], env=env, cwd=root,
+                           capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+    if known.returncode != 0:
         _prefect(["work-pool", "create", POOL, "--type", "process"], env, root)
     console.print("Registering the deployments of prefect.yaml ...")
     _prefect(["--no-prompt", "deploy", "--all"], env, root)

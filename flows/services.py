@@ -26,6 +26,8 @@ def free_port() -> int:
 
 def port_is_free(port: int) -> bool:
     with socket.socket() as sock:
+        # A server stopped a moment ago leaves its port in TIME_WAIT; it can be bound again.
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             sock.bind(("127.0.0.1", port))
         except OSError:

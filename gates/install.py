@@ -25,10 +25,21 @@ class Installed:
     wheel_sha256: str
 
     @property
+    def env(self) -> dict[str, str]:
+        """A clean environment for the lane's commands: PYTHONPATH and friends from whoever started
+        the flow (a worker puts its project on PYTHONPATH) must not reach the engine under test."""
+        return clean_env(self.venv)
+
+    @property
     def cwd(self) -> str:
         """Run the lane's commands here: `python -c` and `-m` put the working directory first on
         sys.path, and a checkout of the engine's source there would shadow the installed wheel."""
         return self.venv
+
+
+def clean_env(home: str) -> dict[str, str]:
+    return {"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME": home,
+            "LC_ALL": "C.UTF-8", "LANG": "C.UTF-8", "TZ": "UTC"}
 
 
 def _sha256(path: Path) -> str:
@@ -56,7 +67,8 @@ def install_wheel(host, wheel: Path, workdir: str, base_python: str, timeout: fl
     site = host.run([python, "-c", _SITE], timeout=60).check().stdout.strip()
     host.run(["sh", "-c", f'printf "%s\\n" "$1" > "$2"', "sh", base_site, posixpath.join(site, "_lane_deps.pth")], timeout=60).check()
     result = host.run([base_python, "-m", "pip", "--python", python, "install", "--no-deps", "--no-index",
-                       "--no-compile", "--disable-pip-version-check", "-q", remote_wheel], timeout=timeout)
+                       "--no-compile", "--disable-pip-version-check", "-q", remote_wheel],
+                      env=clean_env(workdir), replace_env=True, cwd=workdir, timeout=timeout)
     if result.exit_code != 0:
         raise PhaseFailed("pip could not install the wheel", {"exit_code": result.exit_code, "stderr_tail": result.stderr[-2000:]})
     return Installed(python=python, venv=venv, wheel_sha256=local_sha), {"wheel": wheel.name, "wheel_sha256": local_sha}
@@ -71,7 +83,8 @@ _IDENTITY = (
 
 def check_identity(host, installed: Installed, expected_version: str) -> dict:
     """The engine that imports must be the one just installed, at the candidate's version."""
-    out = host.run([installed.python, "-c", _IDENTITY], cwd=installed.cwd, timeout=120)
+    out = host.run([installed.python, "-c", _IDENTITY], cwd=installed.cwd, env=installed.env, replace_env=True,
+                   timeout=120)
     if out.exit_code != 0:
         raise PhaseFailed("the installed engine does not import", {"stderr_tail": out.stderr[-2000:]})
     facts = json.loads(out.stdout.strip().splitlines()[-1])

@@ -58,7 +58,8 @@ def cpu_reference_phases(host, wheel: Path, workdir: str, base_python: str, expe
         cmd = (f"cd {shlex.quote(state['installed'].cwd)} && nohup {shlex.quote(python)} -m engine serve --profile {shlex.quote(profile_file)} "
                f"--model {shlex.quote(model)} --host 127.0.0.1 --port {port} --api-key-file {shlex.quote(key_file)} "
                f"> {shlex.quote(log)} 2>&1 & echo $!")
-        state["pid"] = int(host.run(cmd, timeout=30).check().stdout.strip())
+        installed = state["installed"]
+        state["pid"] = int(host.run(cmd, env=installed.env, replace_env=True, timeout=30).check().stdout.strip())
         ready = _probe("wait")
         if not ready["ready"]:
             tail = host.run(["tail", "-c", "2000", log], timeout=30).stdout
@@ -67,7 +68,7 @@ def cpu_reference_phases(host, wheel: Path, workdir: str, base_python: str, expe
 
     def _probe(what: str) -> dict:
         out = host.run([state["installed"].python, probe, state["base"], key_file, what],
-                       cwd=state["installed"].cwd, timeout=900)
+                       cwd=state["installed"].cwd, env=state["installed"].env, replace_env=True, timeout=900)
         if out.exit_code != 0:
             raise PhaseFailed(f"probe {what} failed", {"stderr_tail": out.stderr[-2000:]})
         return json.loads(out.stdout.strip().splitlines()[-1])

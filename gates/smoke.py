@@ -43,7 +43,7 @@ def cpu_smoke_phases(host, wheel: Path, workdir: str, base_python: str, expected
         installed: Installed = state["installed"]
         host.remove(model_dir)
         out = host.run([installed.python, "-m", "engine", "make-tiny-model", model_dir, "--seed", "0"],
-                       cwd=installed.cwd, timeout=timeout)
+                       cwd=installed.cwd, env=installed.env, replace_env=True, timeout=timeout)
         if out.exit_code != 0:
             raise PhaseFailed("make-tiny-model failed", {"exit_code": out.exit_code, "stderr_tail": out.stderr[-2000:]})
         return {"arch": "qwen3", "seed": 0}
@@ -53,7 +53,7 @@ def cpu_smoke_phases(host, wheel: Path, workdir: str, base_python: str, expected
             installed: Installed = state["installed"]
             argv = [installed.python, "-m", "engine", "generate", "--model", model_dir, "--prompt-ids", SMOKE_PROMPT_IDS,
                     "--max-new-tokens", str(SMOKE_NEW_TOKENS), "--json"]
-            out = host.run(argv, cwd=installed.cwd, timeout=timeout)
+            out = host.run(argv, cwd=installed.cwd, env=installed.env, replace_env=True, timeout=timeout)
             if out.exit_code != 0:
                 raise PhaseFailed("generate failed", {"exit_code": out.exit_code, "stderr_tail": out.stderr[-2000:]})
             digest, count = _output_digest(out.stdout)

@@ -66,9 +66,10 @@ class LlamaCpp:
     name = "llama.cpp"
 
     def __init__(self, gguf: Path, threads: int):
+        import llama_cpp
         import numpy as np
         from llama_cpp import Llama
-        self.np = np
+        self.np, self.lib = np, llama_cpp
         self.llm = Llama(model_path=str(gguf), n_ctx=2048, n_threads=threads, n_threads_batch=threads,
                          verbose=False, seed=0)
 
@@ -77,7 +78,9 @@ class LlamaCpp:
         self.llm.eval(ids)
         out = []
         for _ in range(n):
-            tok = int(self.np.argmax(self.llm.scores[self.llm.n_tokens - 1]))
+            # Llama.scores is only filled with logits_all; read the last row from the context instead.
+            row = self.lib.llama_get_logits_ith(self.llm.ctx, -1)
+            tok = int(self.np.argmax(self.np.ctypeslib.as_array(row, shape=(self.llm.n_vocab(),))))
             out.append(tok)
             if len(out) < n:
                 self.llm.eval([tok])

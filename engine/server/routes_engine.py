@@ -27,6 +27,17 @@ async def metrics(request: Request):
     return Response(await run_in_threadpool(m.render), media_type=m.content_type)
 
 
+def _memory_now(device: str) -> dict:
+    import resource
+    out = {"process_max_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}
+    if device == "cuda":
+        import torch
+        free, total = torch.cuda.mem_get_info()
+        out.update(device_free_bytes=int(free), device_total_bytes=int(total),
+                   torch_allocated_bytes=int(torch.cuda.memory_allocated()))
+    return out
+
+
 def engine_status(st) -> dict:
     raw = st.llm.status() or {}
     sched = raw.get("scheduler") or {}
@@ -41,8 +52,9 @@ def engine_status(st) -> dict:
     return {
         "identity": st.identity,
         "runtime": {"device": st.admission["device"], "memory": {
-                        "free_bytes": st.admission["free_bytes"],
-                        "free_source": st.admission["free_source"]},
+                        "free_bytes_at_start": st.admission["free_bytes"],
+                        "free_source": st.admission["free_source"],
+                        **_memory_now(st.admission["device"])},
                     "admission": st.admission, "uptime_s": round(time.time() - st.started_at, 3),
                     "draining": st.draining},
         "scheduler": {"active": sched.get("active", raw.get("active", 0)),

@@ -35,8 +35,9 @@ def hf_greedy(model, ids: list[int], n: int) -> list[int]:
     return seq[len(ids):]
 
 
-def test_logits_match_transformers(tiny_dir, hf_models, device):
-    llm = LLM(tiny_dir, device=device, kv_capacity_tokens=512)
+@pytest.mark.parametrize("attention", ["auto", "torch"])    # the kernels' ops, and engine's own torch path
+def test_logits_match_transformers(tiny_dir, hf_models, device, attention):
+    llm = LLM(tiny_dir, device=device, kv_capacity_tokens=512, attention=attention)
     hf = hf_models[str(tiny_dir)]
     for p in PROMPTS:
         ids = llm.tokenizer.encode(p)
@@ -115,3 +116,15 @@ def test_bf16_compute_close_to_fp32(llama_dir, hf_models, device):
         ref = hf(torch.tensor([ids], device=hf.device)).logits[0].float().cpu()
     rel = (engine_logits(llm, ids) - ref).norm().item() / ref.norm().item()
     assert rel < 0.03, rel     # bf16 weights and activations: about 2**-8 relative per value
+
+
+@pytest.mark.parametrize("kv_dtype", ["auto", "int8"])
+def test_torch_attention_path_matches_kernels_ops(qwen3_dir, device, kv_dtype):
+    outs = []
+    for attention in ("auto", "torch"):
+        llm = LLM(qwen3_dir, device=device, kv_dtype=kv_dtype, kv_capacity_tokens=512, attention=attention)
+        try:
+            outs.append(llm.generate(llm.tokenizer.encode(PROMPTS[4]), greedy(24)).token_ids)
+        finally:
+            llm.stop()
+    assert outs[0] == outs[1]

@@ -24,7 +24,7 @@ def hf_greedy_batch(model, prompts: list[list[int]], n: int, pad_id: int) -> lis
         mask = torch.cat([mask, torch.ones_like(mask[:, :1])], dim=1)
         pos = pos[:, -1:] + 1
         out = model(input_ids=nxt[:, None], attention_mask=mask, position_ids=pos,
-                    past_key_values=out.past_key_values, use_cache=True)
+                    cache=out.cache, use_cache=True)
     return torch.stack(tokens, dim=1).tolist()
 
 

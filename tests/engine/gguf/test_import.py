@@ -69,3 +69,20 @@ def test_transformers_on_our_directory_equals_transformers_on_the_gguf(model_dir
     for name in ("model.layers.0.self_attn.q_proj.weight", "model.layers.29.self_attn.k_proj.weight",
                  "model.embed_tokens.weight"):
         assert torch.equal(sd_ours[name], sd_ref[name]), name
+
+
+def test_import_gguf_subcommand(gguf_path, model_dir, tmp_path):
+    import subprocess
+    import sys
+    run = subprocess.run([sys.executable, "-m", "engine", "import-gguf", str(gguf_path), str(tmp_path / "m"),
+                          "--dtype", "float32"], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    printed = dict(reversed(line.split("  ")) for line in run.stdout.splitlines())
+    assert set(printed) == set(FILES)
+    from engine.gguf_import.importer import _sha256_file
+    assert all(printed[name] == _sha256_file(model_dir / name) for name in FILES)
+    bad = tmp_path / "bad.gguf"
+    bad.write_bytes(b"GGUF\x03\x00\x00\x00" + b"\xff" * 16)
+    run = subprocess.run([sys.executable, "-m", "engine", "import-gguf", str(bad), str(tmp_path / "x")],
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 2 and "tensor count" in run.stderr and str(bad) in run.stderr

@@ -152,6 +152,7 @@ def test_status_and_metrics(server, client):
     assert len(ident["model_sha256"]) == 64 and len(ident["profile_sha256"]) == 64
     assert len(ident["package_sha256"]) == 64 and ident["engine_version"]
     adm = st["runtime"]["admission"]
+    assert st["runtime"]["memory"]["process_max_rss_bytes"] > adm["weights_bytes"]
     assert adm["admitted"] and adm["kv_capacity_tokens"] == 4096
     assert adm["kv_bytes"] == adm["kv_capacity_tokens"] * adm["kv_bytes_per_token"]
     assert st["scheduler"]["active"] == 0 and st["cache"]["blocks_total"] == 4096 // 16

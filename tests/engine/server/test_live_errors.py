@@ -132,3 +132,30 @@ def test_fuzz_no_5xx(fuzz_server, path, strategy):
                 assert r.json()["error"]["code"]
         run()
     assert sum(seen.values()) >= 75 and 400 in seen
+
+
+def test_409_session_busy(server):
+    import threading
+    started = threading.Event()
+    lines = []
+
+    def stream():
+        with httpx.Client(base_url=server.url, headers=server.headers, timeout=60) as c:
+            with c.stream("POST", "/v1/chat/completions", json={
+                    **CHAT, "max_tokens": 200, "stream": True,
+                    "prompt_cache_key": "busy"}) as r:
+                for line in r.iter_lines():
+                    started.set()
+                    lines.append(line)
+
+    t = threading.Thread(target=stream)
+    t.start()
+    try:
+        assert started.wait(60)
+        with server.client() as c:
+            b = _err(c.post("/v1/chat/completions", json={**CHAT, "prompt_cache_key": "busy"}),
+                     409, "session_busy")
+            assert b["param"] == "prompt_cache_key"
+    finally:
+        t.join(60)
+    assert [ln for ln in lines if ln][-1] == "data: [DONE]"

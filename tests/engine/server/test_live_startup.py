@@ -72,3 +72,17 @@ def test_shipped_tiny_profile_serves(tiny_model, tmp_path):
             "model": "tiny", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 3})
         assert r.status_code == 200 and r.json()["usage"]["completion_tokens"] == 3
         assert httpx.get(s.url + "/v1/models").status_code == 401
+
+
+def test_auto_capacity_fills_what_fits(tiny_model, tmp_path):
+    from tests.engine.server.live import Server
+    prof = {**base_profile(tiny_model), "device": "cpu", "host_memory_mib": 24,
+            "kv_capacity": "auto"}
+    with Server(tmp_path, prof) as s, s.client() as c:
+        st = c.get("/v1/engine/status").json()
+    adm = st["runtime"]["admission"]
+    assert adm["kv_capacity_mode"] == "auto" and adm["admitted"]
+    assert adm["kv_capacity_tokens"] == st["cache"]["blocks_total"] * 16
+    spare = adm["free_bytes"] - adm["weights_bytes"] - adm["headroom_bytes"]
+    # the largest whole number of blocks: one more block would not fit
+    assert adm["kv_bytes"] <= spare < adm["kv_bytes"] + 16 * adm["kv_bytes_per_token"]
