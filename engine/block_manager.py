@@ -19,6 +19,11 @@ class BlockManager:
         self._free: deque[int] = deque(range(num_blocks))
         self._sessions: OrderedDict[str, SessionEntry] = OrderedDict()
 
+    def reset(self) -> None:
+        """Every block free and no session kept: after a failed step, nothing in the pool is trusted."""
+        self._free = deque(range(self.num_blocks))
+        self._sessions.clear()
+
     def blocks_needed(self, tokens: int) -> int:
         return -(-tokens // self.block_size)
 

@@ -2,12 +2,12 @@
 from __future__ import annotations
 
 import threading
-from pathlib import Path
 
 import torch
 
 from engine import fused
 from engine.block_manager import BlockManager
+from engine.dtypes import resolve_device, resolve_dtype, resolve_kv_dtype
 from engine.errors import EngineError
 from engine.kv_pool import KVPool, blocks_for
 from engine.model_runner import ModelRunner
@@ -20,10 +20,19 @@ from engine.session_store import SessionState, SessionStore
 from engine.spec_ngram import MAX_DRAFT
 from engine.tokenizer import Tokenizer
 from engine.weights import load_model
-from engine.dtypes import resolve_device, resolve_dtype, resolve_kv_dtype
+
+GRAPH_BATCH_SIZES = (1, 2, 4, 8, 16, 32)
+
+
+def graph_buckets(max_concurrency: int) -> list[int]:
+    """Batch sizes to capture: up to the first bucket that holds max_concurrency sequences."""
+    out = [b for b in GRAPH_BATCH_SIZES if b < max_concurrency]
+    return out + [b for b in GRAPH_BATCH_SIZES if b >= max_concurrency][:1]
 
 
 class LLM(SessionStore):
+    """One model, one KV pool, one scheduling thread. See docs/INTERFACES.md (Engine)."""
+
     def __init__(self, model_dir, *, dtype="auto", kv_dtype="auto", device="auto", kv_budget_bytes=None,
                  kv_capacity_tokens=None, block_size=16, prefill_chunk=256, max_concurrency=8,
                  max_pending=64, pending_timeout_s=30.0, spec="none", draft_tokens=7,
@@ -63,8 +72,7 @@ class LLM(SessionStore):
         max_blocks = -(-self.max_model_len // block_size)
         self.runner = ModelRunner(self.model, self.pool, self.ops, max_blocks,
                                   cuda_graphs=cuda_graphs and self.device.type == "cuda",
-                                  graph_batch_sizes=[b for b in (1, 2, 4, 8, 16, 32) if b <= max(max_concurrency, 1)]
-                                  or (1,))
+                                  graph_batch_sizes=graph_buckets(max_concurrency))
         eos = set(self.config.eos_token_ids) | (self.tokenizer.eos_token_ids if self.tokenizer else set())
         self.scheduler = Scheduler(self.runner, self.blocks, max_concurrency=max_concurrency,
                                    max_pending=max_pending, pending_timeout_s=float(pending_timeout_s),
@@ -125,7 +133,7 @@ class LLM(SessionStore):
                         seq.finish(None, e)
                     self.scheduler.active.clear()
                     self.scheduler.pending.clear()
-                    self.blocks.__init__(self.blocks.num_blocks, self.blocks.block_size)
+                    self.blocks.reset()
         with self._cond:   # nothing may wait forever on a stopped engine
             for seq in list(self.scheduler.active) + list(self.scheduler.pending):
                 seq.finish("cancelled")

@@ -145,7 +145,11 @@ class Scheduler:
         if self.spec != "ngram" or not seq.params.greedy:
             return []
         room = min(seq.params.max_new_tokens - seq.num_generated - 1, self.k)
-        return spec_ngram.propose(seq.tokens, room) if room >= 1 else []
+        if room < 1:
+            return []
+        if seq.ngram is None:
+            seq.ngram = spec_ngram.NgramIndex()
+        return seq.ngram.propose(seq.tokens, room)
 
     def _decode(self) -> None:
         batch = []

@@ -44,6 +44,7 @@ class Sequence:
         self.finish_reason: str | None = None
         self.error: BaseException | None = None
         self.cancel_requested = threading.Event()
+        self.ngram = None                # spec_ngram.NgramIndex, made on first draft
         self.spec_attempted = [0] * draft_k
         self.spec_accepted = [0] * draft_k
         self.t_submit = time.monotonic()

@@ -1,22 +1,18 @@
-"""Tokenizer over tokenizer.json (the `tokenizers` library) with EOS ids and a chat template."""
+"""Tokenizer over tokenizer.json (the `tokenizers` library), with EOS ids and the chat template."""
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-import jinja2
 from tokenizers import Tokenizer as _HFTokenizer
 
 from engine.errors import ModelLoadError
-
-# Used only when the model directory ships no chat template of its own.
-CHATML = ("{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
-          "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
 
 
 class Tokenizer:
     def __init__(self, model_dir: str | Path, eos_token_ids: tuple[int, ...] = ()):
         model_dir = Path(model_dir)
+        self.model_dir = model_dir
         path = model_dir / "tokenizer.json"
         if not path.is_file():
             raise ModelLoadError(str(path), "no tokenizer.json in the model directory")
@@ -29,10 +25,6 @@ class Tokenizer:
             eos = eos.get("content")
         if isinstance(eos, str) and self._tok.token_to_id(eos) is not None:
             self.eos_token_ids.add(self._tok.token_to_id(eos))
-        self.bos_token = conf.get("bos_token") if isinstance(conf.get("bos_token"), str) else None
-        self.chat_template = conf.get("chat_template") or CHATML
-        self._template = jinja2.Environment(loader=jinja2.BaseLoader(), keep_trailing_newline=True) \
-            .from_string(self.chat_template)
 
     @property
     def vocab_size(self) -> int:
@@ -48,8 +40,7 @@ class Tokenizer:
         return self._tok.token_to_id(token)
 
     def apply_chat_template(self, messages: list[dict], add_generation_prompt: bool = True) -> str:
-        for i, m in enumerate(messages):
-            if not isinstance(m, dict) or "role" not in m or "content" not in m:
-                raise ValueError(f"messages[{i}] must be a dict with 'role' and 'content'")
-        return self._template.render(messages=messages, add_generation_prompt=add_generation_prompt,
-                                     bos_token=self.bos_token or "")
+        """The model directory's own template (ChatML when it has none), rendered by engine.chat
+        as transformers renders it; raises engine.chat.ChatTemplateError (a ValueError)."""
+        from engine.chat import render_chat
+        return render_chat(self.model_dir, messages, add_generation_prompt)

@@ -6,11 +6,15 @@ from __future__ import annotations
 import json
 from typing import Optional
 
-import typer
-from rich.console import Console
-from rich.table import Table
+from flows.local_api import use_local_server_if_unset
 
-from flows.approval import ApprovalNotPossible, send_approval
+use_local_server_if_unset()
+
+import typer  # noqa: E402  (after the Prefect settings are in place)
+from rich.console import Console  # noqa: E402
+from rich.table import Table  # noqa: E402
+
+from flows.approval import ApprovalNotPossible, send_approval  # noqa: E402
 
 app = typer.Typer(help="Assay: build, reproduce, qualify and publish an inference engine.", no_args_is_help=True)
 release_app = typer.Typer(help="Inspect release directories.", no_args_is_help=True)

@@ -67,7 +67,7 @@ def cpu_reference_phases(host, wheel: Path, workdir: str, base_python: str, expe
         return {"port_kind": "loopback", "ready": True}
 
     def _probe(what: str) -> dict:
-        out = host.run([state["installed"].python, probe, state["base"], key_file, what],
+        out = host.run([state["installed"].python, probe, state["base"], key_file, PROFILE["model"]["name"], what],
                        cwd=state["installed"].cwd, env=state["installed"].env, replace_env=True, timeout=900)
         if out.exit_code != 0:
             raise PhaseFailed(f"probe {what} failed", {"stderr_tail": out.stderr[-2000:]})

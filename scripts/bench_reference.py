@@ -146,7 +146,8 @@ def main(argv=None) -> int:
               "decode_tok_s_median": med, "decode_tok_s_all": rates,
               "ratio_engine_over": {k: med["engine"] / v for k, v in med.items() if k != "engine"}}
     if len(runners) == 3:
-        prompts = [enc(render_chat(model_dir, chat_messages(q))) for q in CHAT_QUESTIONS] + [enc(t) for t in RAW_TEXTS]
+        prompts = [enc(render_chat(model_dir, chat_messages(q))) for q in CHAT_QUESTIONS]
+        prompts += [enc(t) for t in RAW_TEXTS]
         result["agreement_with_llama_cpp"] = agreement(ours, runners[2], prompts, args.agreement_tokens)
     for r in runners:
         r.close()
@@ -156,7 +157,8 @@ def main(argv=None) -> int:
     if "agreement_with_llama_cpp" in result:
         a = result["agreement_with_llama_cpp"]
         print(f"greedy agreement with llama.cpp: {a['fully_agreeing']}/{a['prompts']} prompts identical over "
-              f"{a['tokens_per_prompt']} tokens; mean agreeing prefix {a['mean_prefix']:.1f}; per prompt {a['agreeing_prefix']}")
+              f"{a['tokens_per_prompt']} tokens; mean agreeing prefix {a['mean_prefix']:.1f}; "
+              f"per prompt {a['agreeing_prefix']}")
     print(json.dumps(result, sort_keys=True))
     if args.json:
         Path(args.json).write_text(json.dumps(result, sort_keys=True, indent=2) + "\n")

@@ -110,7 +110,8 @@ def main(argv: list[str] | None = None) -> int:
     except (FetchError, GGUFError) as e:
         print(f"fetch-model: {e}", file=sys.stderr)
         return 1
-    print(f"fetch-model: imported into {result.out_dir.relative_to(REPO) if result.out_dir.is_relative_to(REPO) else result.out_dir}")
+    shown = result.out_dir.relative_to(REPO) if result.out_dir.is_relative_to(REPO) else result.out_dir
+    print(f"fetch-model: imported into {shown}")
     return 0
 
 

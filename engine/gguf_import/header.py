@@ -83,7 +83,7 @@ def _skip_value(cur: _Cursor, vtype: int, key: str, depth: int = 0):
         return cur.scalar(fmt, size, f"value of {key!r}")
     if vtype == _STRING:
         return cur.string(f"value of {key!r}")
-    if vtype == _ARRAY and depth == 0:
+    if vtype == _ARRAY and depth < 2:
         etype = cur.u32(f"element type of {key!r}")
         count = cur.u64(f"element count of {key!r}")
         if etype in _SCALARS:

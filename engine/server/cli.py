@@ -53,7 +53,7 @@ def serve(state) -> int:
                             log_level="warning", access_log=False, lifespan="on",
                             timeout_graceful_shutdown=state.profile["shutdown_timeout_s"])
     server = _Server(config)
-    print(f"engine serve: listening on http://{listen['host']}:{listen['port']} "
+    print(f"engine serve: starting on http://{listen['host']}:{listen['port']} "
           f"({state.admission['device']})", file=sys.stderr, flush=True)
     started = time.time()
     try:
@@ -75,4 +75,4 @@ def serve(state) -> int:
                         refused_draining=c.refused_draining, inflight=state.inflight,
                         uptime_s=round(time.time() - started, 3))
         state.log.close()
-    return 0 if server.started else 1
+    return 0 if server.started else 3

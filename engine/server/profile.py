@@ -13,7 +13,7 @@ import jsonschema
 SCHEMA_PATH = Path(__file__).with_name("profile.schema.json")
 
 DEFAULTS: dict[str, Any] = {
-    "model": {"sha256": None, "name": "assay-engine"},
+    "model": {"path": None, "sha256": None, "name": "assay-engine"},
     "device": "auto",
     "dtype": "auto",
     "kv_dtype": "auto",
@@ -105,6 +105,8 @@ def load_profile(path: str | Path, *, host: str | None = None, port: int | None 
     def resolve(value: str | None) -> str | None:
         return None if value is None else str((base / value).resolve())
 
+    if model is None and not data["model"].get("path"):
+        raise ProfileError(str(p), "/model/path", "no model directory: set it here or give --model")
     data["model"]["path"] = str(Path(model).resolve()) if model else resolve(data["model"]["path"])
     data["api_key_file"] = (str(Path(api_key_file).resolve()) if api_key_file
                             else resolve(data["api_key_file"]))

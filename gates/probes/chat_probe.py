@@ -1,7 +1,7 @@
 """Runs on the lane host: asks a served engine questions over its OpenAI-compatible HTTP API and
 prints one JSON line of facts. Stdlib only, so it runs with any interpreter on the host.
 
-usage: chat_probe.py BASE_URL API_KEY_FILE wait|capital|retrieval [SEED]"""
+usage: chat_probe.py BASE_URL API_KEY_FILE MODEL wait|capital|retrieval [SEED]"""
 
 import json
 import random
@@ -18,8 +18,11 @@ def _call(base, key, path, body=None, timeout=600):
         return json.loads(resp.read())
 
 
+MODEL = "default"
+
+
 def _chat(base, key, text, max_tokens):
-    body = {"model": "default", "messages": [{"role": "user", "content": text}], "temperature": 0,
+    body = {"model": MODEL, "messages": [{"role": "user", "content": text}], "temperature": 0,
             "max_tokens": max_tokens}
     out = _call(base, key, "/v1/chat/completions", body)
     return out["choices"][0]["message"]["content"], out["usage"]
@@ -63,14 +66,15 @@ def retrieval(base, key, seed=7):
 
 
 def main(argv):
-    base, key_file, what = argv[1], argv[2], argv[3]
+    global MODEL
+    base, key_file, MODEL, what = argv[1], argv[2], argv[3], argv[4]
     key = open(key_file).read().strip()
     if what == "wait":
         out = wait(base, key)
     elif what == "capital":
         out = capital(base, key)
     else:
-        out = retrieval(base, key, int(argv[4]) if len(argv) > 4 else 7)
+        out = retrieval(base, key, int(argv[5]) if len(argv) > 5 else 7)
     print(json.dumps(out, sort_keys=True))
     return 0
 

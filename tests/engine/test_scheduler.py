@@ -119,3 +119,17 @@ def test_budget_bytes_sizes_pool(qwen3_dir, device):
     llm = LLM(qwen3_dir, device=device, kv_budget_bytes=1 << 20, kv_dtype="int8")
     per = block_bytes(llm.config, 16, llm.kv_dtype)
     assert llm.pool.num_blocks == (1 << 20) // per - 1
+
+
+def test_a_failing_step_fails_its_requests_instead_of_hanging(qwen3_dir, device):
+    llm = LLM(qwen3_dir, device=device, kv_capacity_tokens=256)
+    try:
+        def broken(seqs):
+            raise RuntimeError("decode exploded")
+        llm.runner.decode = broken      # an injected fault: no real op fails on demand
+        h = llm.submit([1, 2, 3], greedy(5))
+        with pytest.raises(RuntimeError, match="decode exploded"):
+            h.result(30)
+        assert llm.status()["blocks_used"] == 0
+    finally:
+        llm.stop()

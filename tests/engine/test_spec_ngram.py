@@ -19,6 +19,25 @@ def test_propose_finds_latest_ngram():
         spec_ngram.propose(toks, 16)
 
 
+def _scan(tokens, k, max_n=3):
+    """The plain backwards scan the index replaces."""
+    for n in range(min(max_n, len(tokens) - 1), 0, -1):
+        tail = tokens[len(tokens) - n:]
+        for start in range(len(tokens) - n - 1, -1, -1):
+            if tokens[start:start + n] == tail:
+                return tokens[start + n:start + n + k]
+    return []
+
+
+def test_incremental_index_equals_backwards_scan():
+    rng = random.Random(0)
+    for _ in range(200):
+        toks = [rng.randrange(6) for _ in range(rng.randint(1, 50))]
+        idx = spec_ngram.NgramIndex()
+        for n in range(1, len(toks) + 1):
+            assert idx.propose(toks[:n], 5) == _scan(toks[:n], 5), toks[:n]
+
+
 def test_accept_greedy():
     assert spec_ngram.accept_greedy([1, 2, 3], [1, 2, 4, 5]) == 2
     assert spec_ngram.accept_greedy([1], [0, 9]) == 0

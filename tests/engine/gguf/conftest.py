@@ -59,7 +59,7 @@ def llm(model_dir):
     """The engine on the imported model, float32 on the CPU (what the parity bound is stated for)."""
     from engine.llm import LLM
     # Long pending timeout: on two shared cores a queued request may wait minutes, which is not a fault.
-    engine = LLM(str(model_dir), dtype="float32", device="cpu", kv_capacity_tokens=8 * 2048,
+    engine = LLM(str(model_dir), dtype="float32", device="cpu", kv_capacity_tokens=8192,
                  max_model_len=2048, max_concurrency=8, pending_timeout_s=900.0)
     yield engine
     engine.stop()

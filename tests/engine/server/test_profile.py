@@ -87,3 +87,12 @@ def test_model_sha_covers_names_and_bytes(tmp_path):
     assert second != first
     (tmp_path / "sub" / "b").rename(tmp_path / "sub" / "c")
     assert model_sha256(tmp_path) not in (first, second)
+
+
+def test_model_path_from_flag_only(tmp_path):
+    p = _write(tmp_path, {"model": {"name": "reference"}})
+    with pytest.raises(ProfileError) as e:
+        load_profile(p)
+    assert e.value.where == "/model/path" and "--model" in e.value.message
+    prof = load_profile(p, model=str(tmp_path / "m"))
+    assert prof["model"]["path"] == str(tmp_path / "m") and prof["model"]["name"] == "reference"

@@ -1,0 +1,20 @@
+"""`python -m engine generate --chat`: the model's template in, generation stopped at end of turn."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+
+def test_generate_chat_answers_and_stops_at_im_end(model_dir):
+    run = subprocess.run([sys.executable, "-m", "engine", "generate", "--model", str(model_dir), "--chat",
+                          "--prompt", "What is the capital of France?", "--max-new-tokens", "48",
+                          "--dtype", "float32", "--device", "cpu", "--json"],
+                         capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-2000:]
+    out = json.loads(run.stdout.strip().splitlines()[-1])
+    assert "Paris" in out["text"]
+    assert out["token_ids"][-1] == 2 and out["token_ids"].count(2) == 1      # <|im_end|>, once
+    assert out["stats"]["generated_tokens"] < 48
+    # The prompt was the chat template, not the bare question (which is 7 tokens).
+    assert out["stats"]["prompt_tokens"] > 20
