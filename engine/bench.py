@@ -189,7 +189,8 @@ def main(argv=None) -> int:
                          tok_s=tok_s, step_ms=1e3 / tok_s, bw_fraction=None, cuda_graphs=False))
     gpu = torch.cuda.get_device_name(dev) if dev.type == "cuda" else platform.processor() or "cpu"
     report = dict(gpu=gpu, torch=torch.__version__, python=platform.python_version(),
-                  config=args.config, compiled_ops=compiled, copy_bandwidth_gb_s=bw / 1e9, weight_bytes=wbytes, rows=rows)
+                  config=args.config, compiled_ops=compiled, copy_bandwidth_gb_s=bw / 1e9,
+                  weight_bytes=wbytes, rows=rows)
     print_table(report)
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
@@ -223,7 +224,9 @@ def print_table(r: dict) -> None:
     for x in r["rows"]:
         frac = f"{x['bw_fraction']:.2f}" if x["bw_fraction"] is not None else "-"
         ms = f"{x['step_ms']:.2f}" if x["step_ms"] is not None else "-"
-        extra = f"  accepted {x['accepted']} / attempted {x['attempted']}" if "accepted" in x and x["spec"] != "none" else ""
+        extra = ""
+        if "accepted" in x and x["spec"] != "none":
+            extra = f"  accepted {x['accepted']} / attempted {x['attempted']}"
         print(f"{x['engine']:<15}{x['kv']:<6}{x['batch']:>6}{x['context']:>9}{x['spec']:>7}"
               f"{x['tok_s']:>10.1f}{ms:>9}{frac:>9}{extra}")
 

@@ -1,8 +1,9 @@
 """The model's elementwise pieces (RMSNorm, RoPE, SwiGLU's gate), written as transformers writes
 them, and optionally compiled by torch.compile into fused kernels on CUDA.
 
-Decode at batch 1 is bound by reading the weights; every separate small kernel adds a few
-microseconds to each of the ~30 per layer, so fusing them matters there."""
+Decode at batch 1 is bound by reading the weights, and every separate small kernel adds a few
+microseconds per layer: fused, an 8B decode step on an H200 went from 6.06 to 5.03 ms
+(docs/perf/engine.md)."""
 from __future__ import annotations
 
 import torch
@@ -50,7 +51,8 @@ def enable_compile() -> bool:
         dev = torch.device("cuda")
         x = torch.randn(3, 4, 8, device=dev, dtype=torch.bfloat16)
         c["rms_norm"](x, torch.ones(8, device=dev, dtype=torch.bfloat16), 1e-6)
-        c["rope"](x, torch.ones(3, 8, device=dev, dtype=torch.bfloat16), torch.zeros(3, 8, device=dev, dtype=torch.bfloat16))
+        cs = torch.ones(3, 8, device=dev, dtype=torch.bfloat16)
+        c["rope"](x, cs, cs)
         c["silu_mul"](x.view(3, 32), 16)
         c["add_rms_norm"](x, x, torch.ones(8, device=dev, dtype=torch.bfloat16), 1e-6)
     except Exception:   # noqa: BLE001 - no compiler toolchain here: the eager versions stay

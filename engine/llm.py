@@ -21,6 +21,8 @@ from engine.spec_ngram import MAX_DRAFT
 from engine.tokenizer import Tokenizer
 from engine.weights import load_model
 
+__all__ = ["LLM", "SessionState", "graph_buckets"]
+
 GRAPH_BATCH_SIZES = (1, 2, 4, 8, 16, 32)
 
 

@@ -64,7 +64,8 @@ class Attention(nn.Module):
             q = q if q.is_cuda else q.contiguous()     # the CPU references reshape q with view()
             o = ops.paged_decode_attention(q, kc, vc, ks, vs, meta.block_tables, meta.seq_lens, self.sm_scale)
         else:
-            o = ops.paged_prefill_attention(q.contiguous(), kc, vc, ks, vs, meta.block_table, meta.start_pos, self.sm_scale)
+            o = ops.paged_prefill_attention(q.contiguous(), kc, vc, ks, vs, meta.block_table, meta.start_pos,
+                                            self.sm_scale)
         return self.o(o.reshape(n, self.h * self.d))
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import torch
 from safetensors.torch import save_file
-from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+from tokenizers import Tokenizer, decoders, pre_tokenizers
 from tokenizers.models import BPE
 
 SPECIAL = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]

@@ -32,7 +32,8 @@ def read_hf_tensors(model_dir: Path) -> dict[str, torch.Tensor]:
     return out
 
 
-def to_engine_names(cfg: ModelConfig, hf: dict[str, torch.Tensor], where: str = "checkpoint") -> dict[str, torch.Tensor]:
+def to_engine_names(cfg: ModelConfig, hf: dict[str, torch.Tensor],
+                    where: str = "checkpoint") -> dict[str, torch.Tensor]:
     """Rename (and fuse q/k/v and gate/up) a transformers-style state dict."""
     def take(name: str) -> torch.Tensor:
         try:

@@ -34,3 +34,18 @@ def test_code_digest_covers_every_source_file_of_the_package():
     table = {p.relative_to(PACKAGE_DIR).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest() for p in files}
     canonical = json.dumps(table, sort_keys=True, separators=(",", ":")).encode()
     assert code_digest() == hashlib.sha256(canonical).hexdigest()
+
+
+def test_a_verdict_signs_as_a_receipt_and_opens_again():
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    from releases.receipts import PREDICATE_TYPES, open_receipt, sign_receipt
+
+    key = Ed25519PrivateKey.generate()
+    verdict = judge_abba({"candidate": CANDIDATE, "cases": [abba_case("c", even(1, 1))]})
+    envelope = sign_receipt("verdict-abba", [{"name": "abba", "digest": {"sha256": verdict["input_sha256"]}}],
+                            verdict, key)
+    statement, predicate = open_receipt(envelope, key.public_key(), expected_kind="verdict-abba")
+    assert predicate == verdict
+    assert statement["predicateType"] == PREDICATE_TYPES["verdict-abba"]
+    assert statement["predicateType"].endswith("/verdict-abba/v1")
