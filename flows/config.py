@@ -111,7 +111,13 @@ class Config:
 
     @property
     def lanes(self) -> list[Lane]:
-        return [Lane(**lane) for lane in self.raw["lanes"]]
+        lanes = []
+        for lane in self.raw["lanes"]:
+            lane = dict(lane)
+            if lane.get("model") and lane["host"] == "local":
+                lane["model"] = str(self._path(lane["model"]))
+            lanes.append(Lane(**lane))
+        return lanes
 
     def lease_path(self, lane: Lane) -> str:
         """The GPU-owner lease on the lane's host: the inventory's well-known path on remote hosts;

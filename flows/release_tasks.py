@@ -15,7 +15,7 @@ from flows.tasks import _key, now
 from flows.workspace import Workspace
 from releases import approval as approval_mod
 from releases import manifest as mf, receipts
-from releases.canonical import canonical_json, load_json_bytes
+from releases.canonical import canonical_json
 from releases.candidate import candidate_ref
 from releases.ledger import add_entry, build_ledger
 from releases.publish import publish_release

@@ -3,13 +3,13 @@ engine the lane then runs is that wheel and not some other copy."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import posixpath
 from dataclasses import dataclass
 from pathlib import Path
 
 from gates.phases import PhaseFailed
+from releases.canonical import file_sha256
 
 # The fresh environment reuses the dependencies already installed beside `base_python` through a
 # .pth line instead of downloading them: lanes must run offline, and the pinned dependency set is
@@ -42,14 +42,6 @@ def clean_env(home: str) -> dict[str, str]:
             "LC_ALL": "C.UTF-8", "LANG": "C.UTF-8", "TZ": "UTC"}
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def install_wheel(host, wheel: Path, workdir: str, base_python: str, timeout: float = 600) -> tuple[Installed, dict]:
     """Create `workdir/venv`, install the wheel into it, return the interpreter to use."""
     wheel = Path(wheel)
@@ -57,7 +49,7 @@ def install_wheel(host, wheel: Path, workdir: str, base_python: str, timeout: fl
     remote_wheel = posixpath.join(workdir, wheel.name)
     host.remove(venv)
     host.mkdir(workdir)
-    local_sha = _sha256(wheel)
+    local_sha = file_sha256(wheel)
     remote_sha = host.put(wheel, remote_wheel)
     if remote_sha != local_sha:
         raise PhaseFailed("wheel digest changed in transfer", {"local": local_sha, "remote": remote_sha})
@@ -65,7 +57,8 @@ def install_wheel(host, wheel: Path, workdir: str, base_python: str, timeout: fl
     host.run([base_python, "-m", "venv", "--without-pip", venv], timeout=120).check()
     python = posixpath.join(venv, "bin", "python")
     site = host.run([python, "-c", _SITE], timeout=60).check().stdout.strip()
-    host.run(["sh", "-c", f'printf "%s\\n" "$1" > "$2"', "sh", base_site, posixpath.join(site, "_lane_deps.pth")], timeout=60).check()
+    pth = posixpath.join(site, "_lane_deps.pth")
+    host.run(["sh", "-c", 'printf "%s\\n" "$1" > "$2"', "sh", base_site, pth], timeout=60).check()
     result = host.run([base_python, "-m", "pip", "--python", python, "install", "--no-deps", "--no-index",
                        "--no-compile", "--disable-pip-version-check", "-q", remote_wheel],
                       env=clean_env(workdir), replace_env=True, cwd=workdir, timeout=timeout)

@@ -4,7 +4,6 @@ The result is the lane record (docs/INTERFACES.md)."""
 
 from __future__ import annotations
 
-import hashlib
 import os
 import posixpath
 import re
@@ -14,6 +13,7 @@ from typing import Callable
 from gates.phases import PhaseChain, PhaseOutcome, verdict_of
 from gates.smoke import cpu_smoke_phases
 from gates.window import LaneWindow
+from releases.canonical import file_sha256
 
 Progress = Callable[[str], None]
 
@@ -48,7 +48,7 @@ def run_lane(host, lane: str, kind: str, candidate: dict, version: str, wheel: P
         "candidate": candidate,
         "lane": lane,
         "host": host.name,
-        "artifact": {"name": Path(wheel).name, "sha256": hashlib.sha256(Path(wheel).read_bytes()).hexdigest()},
+        "artifact": {"name": Path(wheel).name, "sha256": file_sha256(wheel)},
         "verdict": verdict_of(outcomes),
         "phases": [o.as_record() for o in outcomes],
         "window": window.record(),

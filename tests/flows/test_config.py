@@ -10,7 +10,8 @@ from flows.config import ConfigError, load_config
 def test_embedded_defaults_load_with_the_documented_values():
     cfg = load_config()
     assert cfg.release_name == "local"
-    assert [lane.name for lane in cfg.lanes] == ["cpu-smoke"]
+    assert [lane.name for lane in cfg.lanes] == ["cpu-smoke", "cpu-reference"]
+    assert cfg.lanes[1].model.endswith(".assay/models/smollm2-135m-instruct")
     assert cfg.store["kind"] == "filesystem" and cfg.store["path"].endswith(".assay/store")
     assert cfg.approvers == ["local-operator"]
     assert (cfg.source / "engine" / "pyproject.toml").exists()
