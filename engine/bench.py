@@ -87,6 +87,16 @@ def synthetic_decode(llm: LLM, batch: int, ctx: int, steps: int, warmup: int = 5
             sched.step()
         sync(llm.device)
         dt = (time.perf_counter() - t0) / steps
+        graphs = llm.runner.graphs
+        if graphs is not None and graphs.fits(batch):   # the captured step alone, back to back
+            g = graphs.graphs[next(s for s in graphs.sizes if s >= batch)]
+            g.replay()
+            sync(llm.device)
+            t0 = time.perf_counter()
+            for _ in range(steps):
+                g.replay()
+            sync(llm.device)
+            llm.last_replay_s = (time.perf_counter() - t0) / steps
         for seq in list(sched.active):
             sched._release(seq, "cancelled")
     return dt
@@ -137,10 +147,16 @@ def main(argv=None) -> int:
     ap.add_argument("--no-hf", action="store_true")
     ap.add_argument("--json", help="write the numbers to this file")
     ap.add_argument("--copy-gib", type=float, default=2.0)
+    ap.add_argument("--int8-config", help="int8 decode-attention launch config 'bn,w,st,split[,e]' for this "
+                    "run (default: the pinned DEFAULT_CONFIGS[True])")
     args = ap.parse_args(argv) if argv is not None else ap.parse_args()
     if not torch.cuda.is_available() and args.config == "8b":
         raise SystemExit("engine.bench --config 8b needs a CUDA GPU (--config tiny runs anywhere)")
     dev = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if args.int8_config:
+        from engine.kernels import triton_decode
+        from engine.kernels.bench_kernels import parse_config
+        triton_decode.DEFAULT_CONFIGS[True] = parse_config(args.int8_config)
     contexts = [int(x) for x in args.contexts.split(",")]
     batches = [int(x) for x in args.batches.split(",")]
     cfg_dict = LLAMA_8B if args.config == "8b" else TINY
@@ -172,10 +188,14 @@ def main(argv=None) -> int:
         kv_tok = cfg.kv_bytes_per_token(llm.pool.k.element_size(), 4 if kv == "int8" else 0)
         for ctx in contexts:
             for b in batches:
+                llm.last_replay_s = None
                 dt = synthetic_decode(llm, b, ctx, args.steps)
                 byts = wbytes + b * ctx * kv_tok
+                rep = llm.last_replay_s
                 rows.append(dict(engine="assay", kv=kv, batch=b, context=ctx, spec="none",
                                  tok_s=b / dt, step_ms=dt * 1e3, bw_fraction=byts / dt / bw,
+                                 graph_ms=rep * 1e3 if rep else None,
+                                 graph_bw_fraction=byts / rep / bw if rep else None,
                                  cuda_graphs=llm.runner.graphs is not None))
         if kv == "bf16":
             rows += spec_rows(llm, cfg, min(contexts), args.steps, dev)
@@ -188,7 +208,9 @@ def main(argv=None) -> int:
         rows.append(dict(engine="transformers", kv="bf16", batch=1, context=min(contexts), spec="none",
                          tok_s=tok_s, step_ms=1e3 / tok_s, bw_fraction=None, cuda_graphs=False))
     gpu = torch.cuda.get_device_name(dev) if dev.type == "cuda" else platform.processor() or "cpu"
+    from engine.kernels.triton_decode import DEFAULT_CONFIGS
     report = dict(gpu=gpu, torch=torch.__version__, python=platform.python_version(),
+                  decode_configs={str(k): v.__dict__ for k, v in DEFAULT_CONFIGS.items()},
                   config=args.config, compiled_ops=compiled, copy_bandwidth_gb_s=bw / 1e9,
                   weight_bytes=wbytes, rows=rows)
     print_table(report)
@@ -220,11 +242,14 @@ def print_table(r: dict) -> None:
     print(f"GPU {r['gpu']}  torch {r['torch']}  config {r['config']}  "
           f"copy bandwidth {r['copy_bandwidth_gb_s']:.0f} GB/s  weights {r['weight_bytes'] / 1e9:.2f} GB  "
           f"fused ops {r['compiled_ops']}")
-    print(f"{'engine':<15}{'kv':<6}{'batch':>6}{'context':>9}{'spec':>7}{'tok/s':>10}{'ms/step':>9}{'bw frac':>9}")
+    print(f"{'engine':<15}{'kv':<6}{'batch':>6}{'context':>9}{'spec':>7}{'tok/s':>10}{'ms/step':>9}{'bw frac':>9}"
+          f"{'graph ms':>10}{'g frac':>8}")
     for x in r["rows"]:
         frac = f"{x['bw_fraction']:.2f}" if x["bw_fraction"] is not None else "-"
         ms = f"{x['step_ms']:.2f}" if x["step_ms"] is not None else "-"
         extra = ""
+        if x.get("graph_ms"):
+            extra = f"{x['graph_ms']:>10.2f}{x['graph_bw_fraction']:>8.2f}"
         if "accepted" in x and x["spec"] != "none":
             extra = f"  accepted {x['accepted']} / attempted {x['attempted']}"
         print(f"{x['engine']:<15}{x['kv']:<6}{x['batch']:>6}{x['context']:>9}{x['spec']:>7}"

@@ -62,6 +62,11 @@ def enable_compile() -> bool:
     return True
 
 
+def is_compiled() -> bool:
+    """Whether the compiled (fused, float32-internal) versions are in use."""
+    return _compiled
+
+
 def disable_compile() -> None:
     global _compiled, rms_norm, add_rms_norm, rope, silu_mul
     rms_norm, add_rms_norm = _EAGER["rms_norm"], _EAGER["add_rms_norm"]

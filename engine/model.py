@@ -52,14 +52,21 @@ class Attention(nn.Module):
         if self.q_norm is not None:
             q = fused.rope(self.q_norm(qkv[:, :self.h]), cos, sin)
             k = fused.rope(self.k_norm(qkv[:, self.h:self.h + self.kvh]), cos, sin)
-        else:   # q and k heads rotate together: one set of kernels instead of two
-            qk = fused.rope(qkv[:, :self.h + self.kvh], cos, sin)
-            q, k = qk[:, :self.h], qk[:, self.h:]
         kc, vc, ks, vs = cache
-        if kc.dtype != torch.int8 and kc.dtype != k.dtype:   # e.g. a bf16 cache under fp32 compute
-            k, v = k.to(kc.dtype), v.to(kc.dtype)
-        # The kernels take strided k/v/q (head_dim contiguous); copies would cost kernels per layer.
-        ops.write_kv(k, v, kc, vc, ks, vs, meta.slot_mapping)
+        rope_write = getattr(ops, "rope_write_kv", None)
+        if (self.q_norm is None and rope_write is not None and fused.is_compiled() and x.is_cuda
+                and (kc.dtype == torch.int8 or kc.dtype == qkv.dtype)):
+            # With the compiled elementwise ops on CUDA: RoPE and the KV write in one kernel,
+            # computing what the compiled RoPE computes (float32, one rounding).
+            q = rope_write(qkv, self.h, self.kvh, cos, sin, kc, vc, ks, vs, meta.slot_mapping)
+        else:
+            if self.q_norm is None:   # q and k heads rotate together: one set of kernels instead of two
+                qk = fused.rope(qkv[:, :self.h + self.kvh], cos, sin)
+                q, k = qk[:, :self.h], qk[:, self.h:]
+            if kc.dtype != torch.int8 and kc.dtype != k.dtype:   # e.g. a bf16 cache under fp32 compute
+                k, v = k.to(kc.dtype), v.to(kc.dtype)
+            # The kernels take strided k/v/q (head_dim contiguous); copies would cost kernels per layer.
+            ops.write_kv(k, v, kc, vc, ks, vs, meta.slot_mapping)
         if meta.decode:
             q = q if q.is_cuda else q.contiguous()     # the CPU references reshape q with view()
             o = ops.paged_decode_attention(q, kc, vc, ks, vs, meta.block_tables, meta.seq_lens, self.sm_scale)
@@ -110,12 +117,24 @@ class Transformer(nn.Module):
 
     def setup_rope(self, device) -> None:
         self.rope_cos, self.rope_sin = cos_sin_table(self.cfg, self.max_positions, device)
+        self._rope_cast = {}
+
+    def _rope_tables(self, dtype):
+        """cos/sin tables cast to dtype once (a cast then a gather equals a gather then a cast):
+        two kernels a step fewer than casting the gathered rows."""
+        cast = getattr(self, "_rope_cast", None)
+        if cast is None or cast.get("src") is not self.rope_cos:
+            cast = self._rope_cast = {"src": self.rope_cos}
+        if dtype not in cast:
+            cast[dtype] = (self.rope_cos.to(dtype), self.rope_sin.to(dtype))
+        return cast[dtype]
 
     @torch.inference_mode()
     def forward(self, input_ids, positions, meta: AttnMeta, ops, caches, logit_rows=None):
         """Logits (float32) for every token, or only for rows logit_rows when given."""
         residual = self.embed(input_ids)
-        cos, sin = self.rope_cos[positions].to(residual.dtype), self.rope_sin[positions].to(residual.dtype)
+        cos_t, sin_t = self._rope_tables(residual.dtype)
+        cos, sin = cos_t[positions], sin_t[positions]
         h = self.layers[0].attn_norm(residual)
         # Each residual add is fused with the RMSNorm that follows it (the next block's
         # attn_norm, or the final norm after the last block).

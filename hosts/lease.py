@@ -78,7 +78,7 @@ class Lease:
                 self._thread = threading.Thread(target=self._beat, name=f"lease-{self.path}", daemon=True)
                 self._thread.start()
                 return self
-            current = self._read_current()
+            current = self._read_holder_settled()
             if current is None:
                 continue  # released between our mkdir and our read: try again
             age, holder = current
@@ -94,6 +94,16 @@ class Lease:
         tmp = f"{self.file}.{self.token}.tmp"
         self._sh(f"cat > {shlex.quote(tmp)} && mv {shlex.quote(tmp)} {shlex.quote(self.file)}",
                  stdin=json.dumps(self.holder, sort_keys=True)).check()
+
+    def _read_holder_settled(self, settle_s: float = 5.0) -> tuple[float, dict | None] | None:
+        """The current lease, waiting a moment for a holder that has made the directory but not
+        yet renamed holder.json into it, so that contention names the real holder."""
+        deadline = time.monotonic() + settle_s
+        while True:
+            current = self._read_current()
+            if current is None or current[1] is not None or current[0] > settle_s or time.monotonic() > deadline:
+                return current
+            time.sleep(0.1)
 
     def _read_current(self) -> tuple[float, dict | None] | None:
         p, f = shlex.quote(self.path), shlex.quote(self.file)

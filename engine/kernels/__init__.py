@@ -6,6 +6,7 @@ from engine.kernels.ops import (
     kernel_build_id,
     paged_decode_attention,
     paged_prefill_attention,
+    rope_write_kv,
     write_kv,
 )
 from engine.kernels.reference import quantize_int8
@@ -18,5 +19,6 @@ __all__ = [
     "paged_decode_attention",
     "paged_prefill_attention",
     "quantize_int8",
+    "rope_write_kv",
     "write_kv",
 ]

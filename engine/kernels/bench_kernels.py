@@ -110,10 +110,53 @@ def sweep(int8: bool, gen, report) -> DecodeConfig:
     return min(score, key=score.get)
 
 
+def parse_config(text: str) -> DecodeConfig:
+    """'block_n,warps,stages,split[,e]' (e: early V load) -> DecodeConfig."""
+    parts = text.split(",")
+    bn, w, st, sp = (int(x) for x in parts[:4])
+    return DecodeConfig(bn, w, st, sp, early_v=len(parts) > 4 and parts[4] == "e")
+
+
+def config_text(cfg: DecodeConfig) -> str:
+    return f"{cfg.block_n},{cfg.num_warps},{cfg.num_stages},{cfg.split_tokens}" + (",e" if cfg.early_v else "")
+
+
+def pick_int8(candidates, gen, report) -> DecodeConfig:
+    """Time int8 candidates against the bf16 default at 32K (batch 1 and 8) and 1K (batch 1);
+    pick the lowest sum of int8/bf16 time ratios at 32K, plus a quarter of the 1K ratio."""
+    cases = [(32768, 1), (32768, 8), (1024, 1)]
+    base = {}
+    for ctx, batch in cases:
+        sets, _ = make_case(batch, ctx, False, gen)
+        base[(ctx, batch)] = time_graph(sets, DEFAULT_CONFIGS[False])
+        del sets
+    torch.cuda.empty_cache()
+    scores = {}
+    for cfg in candidates:
+        t = {}
+        for ctx, batch in cases:
+            sets, _ = make_case(batch, ctx, True, gen)
+            t[(ctx, batch)] = time_graph(sets, cfg)
+            del sets
+        torch.cuda.empty_cache()
+        r = {k: t[k] / base[k] for k in cases}
+        scores[cfg] = r[(32768, 1)] + r[(32768, 8)] + 0.25 * r[(1024, 1)]
+        report["int8_candidates"].append({"config": config_text(cfg), "us": {f"{c}x{b}": t[(c, b)] * 1e3 for c, b in cases},
+                                          "bf16_us": {f"{c}x{b}": base[(c, b)] * 1e3 for c, b in cases},
+                                          "score": scores[cfg]})
+        print(f"int8 {config_text(cfg):14} 32Kx1 {t[(32768, 1)] * 1e3:6.1f} us (bf16 {base[(32768, 1)] * 1e3:6.1f})"
+              f"  32Kx8 {t[(32768, 8)] * 1e3:6.1f} (bf16 {base[(32768, 8)] * 1e3:6.1f})"
+              f"  1Kx1 {t[(1024, 1)] * 1e3:5.1f} (bf16 {base[(1024, 1)] * 1e3:5.1f})  score {scores[cfg]:.3f}")
+    return min(scores, key=scores.get)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sweep", action="store_true", help="pick launch configs by timing SWEEP first")
     ap.add_argument("--json", help="write every figure to this file")
+    ap.add_argument("--int8-candidates", help="'bn,w,st,split[,e];...': time these int8 configs against "
+                    "the bf16 default and use the best for the int8 rows")
+    ap.add_argument("--pick", help="write the picked int8 config ('bn,w,st,split[,e]') to this file")
     args = ap.parse_args(argv)
     if not torch.cuda.is_available():
         print("bench_kernels needs CUDA", file=sys.stderr)
@@ -122,13 +165,19 @@ def main(argv=None) -> int:
     props = torch.cuda.get_device_properties(0)
     copy_gbs = copy_bandwidth()
     report = {"gpu": props.name, "torch": torch.__version__, "triton": triton.__version__,
-              "copy_GBps": copy_gbs, "sweep": [], "cases": []}
+              "copy_GBps": copy_gbs, "sweep": [], "cases": [], "int8_candidates": []}
     print(f"{props.name}  torch {torch.__version__}  triton {triton.__version__}")
     print(f"device-to-device copy: {copy_gbs:.0f} GB/s (read + write)")
     configs = dict(DEFAULT_CONFIGS)
     if args.sweep:
         for int8 in (False, True):
             configs[int8] = sweep(int8, gen, report)
+    if args.int8_candidates:
+        configs[True] = pick_int8([parse_config(c) for c in args.int8_candidates.split(";")], gen, report)
+        print(f"picked int8 config {config_text(configs[True])}")
+        if args.pick:
+            with open(args.pick, "w") as f:
+                f.write(config_text(configs[True]) + "\n")
     rows = []
     for int8 in (False, True):
         for ctx in (1024, 32768):
@@ -153,7 +202,7 @@ def main(argv=None) -> int:
         c = r["config"]
         print(f"{r['kv']:5} {r['ctx']:6d} {r['batch']:5d} {r['MB']:8.1f} {r['us']:8.1f} {r['GBps']:7.0f} "
               f"{r['of_copy']:8.2f} {r['rel_err']:9.1e}  n{c['block_n']} w{c['num_warps']} "
-              f"s{c['num_stages']} split{c['split_tokens']}")
+              f"s{c['num_stages']} split{c['split_tokens']}{' early_v' if c.get('early_v') else ''}")
     return 0
 
 

@@ -67,6 +67,20 @@ def write_kv(k, v, k_cache, v_cache, k_scale, v_scale, slot_mapping) -> None:
     return reference.write_kv_ref(k, v, k_cache, v_cache, k_scale, v_scale, slot_mapping)
 
 
+def rope_write_kv(qkv, num_heads, num_kv_heads, cos, sin, k_cache, v_cache, k_scale, v_scale,
+                  slot_mapping) -> torch.Tensor:
+    """RoPE on qkv's q and k heads, k and v stored at slot_mapping, in one kernel: returns q.
+
+    qkv [N, Hq + 2 Hkv, D] (head_dim contiguous), cos/sin [N, D]; q [N, Hq, D] in qkv's dtype.
+    """
+    if backend(qkv.device) == "triton":
+        from engine.kernels.triton_kv_write import rope_write_kv_triton
+        return rope_write_kv_triton(qkv, num_heads, num_kv_heads, cos, sin, k_cache, v_cache, k_scale,
+                                    v_scale, slot_mapping)
+    return reference.rope_write_kv_ref(qkv, num_heads, num_kv_heads, cos, sin, k_cache, v_cache, k_scale,
+                                       v_scale, slot_mapping)
+
+
 def paged_decode_attention(q, k_cache, v_cache, k_scale, v_scale, block_tables, seq_lens,
                            sm_scale: float) -> torch.Tensor:
     """One new token per sequence: q [batch, Hq, D] -> out [batch, Hq, D] in q.dtype."""

@@ -56,6 +56,22 @@ def write_kv_ref(k, v, k_cache, v_cache, k_scale, v_scale, slot_mapping) -> None
         k_cache[blk, off], v_cache[blk, off] = k.to(k_cache.dtype), v.to(v_cache.dtype)
 
 
+def rope_write_kv_ref(qkv, num_heads, num_kv_heads, cos, sin, k_cache, v_cache, k_scale, v_scale,
+                      slot_mapping) -> torch.Tensor:
+    """RoPE on the q and k heads of qkv [N, Hq + 2 Hkv, D] then write_kv of k, v; returns q [N, Hq, D].
+
+    x * cos + rotate_half(x) * sin in float32, rounded once to qkv's dtype (as the compiled
+    elementwise RoPE computes it); cos, sin [N, D].
+    """
+    hq, hkv = num_heads, num_kv_heads
+    x = qkv[:, :hq + hkv].float()
+    half = x.shape[-1] // 2
+    rot = torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+    y = (x * cos.float()[:, None, :] + rot * sin.float()[:, None, :]).to(qkv.dtype)
+    write_kv_ref(y[:, hq:], qkv[:, hq + hkv:], k_cache, v_cache, k_scale, v_scale, slot_mapping)
+    return y[:, :hq]
+
+
 def _gather(cache: torch.Tensor, scale: torch.Tensor | None, blocks: torch.Tensor) -> torch.Tensor:
     """Gather whole blocks into float32 [..., n_blocks * block_size, num_kv_heads, head_dim]."""
     x = cache[blocks].float()
