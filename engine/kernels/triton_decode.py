@@ -3,10 +3,7 @@
 Stage 1 splits every sequence's KV into chunks of a fixed number of tokens (a constant per
 cache dtype, so a sequence's result never depends on what else is in the batch) and computes, per (sequence, kv head,
 split), the partial output of all q heads sharing that kv head plus their log-sum-exp: each
-KV block is read once per kv head. Stage 2 merges a sequence's splits in order by log-sum-exp:
-by default inside the same kernel (the last split of a (sequence, kv head) to finish, told by
-an atomic counter, merges them in split order and resets the counter), otherwise in a second
-kernel; either way the sum's order depends only on the sequence.
+KV block is read once per kv head. Stage 2 merges a sequence's splits in order by log-sum-exp.
 The grid is sized from block_tables' width rather than the longest sequence, so no host
 synchronisation is needed and the launch is CUDA-graph friendly; splits past a sequence's
 end exit at once.
@@ -41,44 +38,38 @@ class DecodeConfig:
     num_warps: int = 4
     num_stages: int = 2
     split_tokens: int = SPLIT_TOKENS
-    early_v: bool = False   # issue the V tile's load with K's, before the scores (more bytes in flight)
-    fused_merge: bool = True  # the last split of a (sequence, kv head) to finish merges them: one kernel
+    early_v: bool = False   # issue the V tile's load with K's, before the scores: more bytes in flight
 
     def __post_init__(self) -> None:
         if self.split_tokens % self.block_n:
             raise ValueError(f"split_tokens {self.split_tokens} is not a multiple of block_n {self.block_n}")
 
 
-# Keyed by "cache is int8". Picked by bench_kernels.py --sweep on an H200 (8B shape, best summed
-# relative time at 1K and 32K context, batch 1); docs/perf/kernels.md has the figures.
+# Keyed by "cache is int8"; measured on an H200 (8B shape), figures in docs/perf/kernels.md.
+# bf16: bench_kernels.py --sweep's pick (best summed relative time at 1K and 32K, batch 1).
+# int8: the best of bench_kernels.py --int8-candidates (int8 / bf16 time at 32K, batch 1 and 8,
+# plus a quarter of it at 1K). Its split is twice bf16's: at batch 1 the time follows the number
+# of splits more than the bytes, and int8 moves half the bytes a token. Still a fixed token count.
 DEFAULT_CONFIGS = {
     False: DecodeConfig(block_n=128, num_warps=4, num_stages=3, split_tokens=256),
-    True: DecodeConfig(block_n=128, num_warps=4, num_stages=2, split_tokens=512),
+    True: DecodeConfig(block_n=128, num_warps=4, num_stages=2, split_tokens=512, early_v=True),
 }
 
 
 @triton.jit
 def _decode_split_kernel(
-        q_ptr, kc_ptr, vc_ptr, ks_ptr, vs_ptr, bt_ptr, sl_ptr, po_ptr, plse_ptr, cnt_ptr, out_ptr,
+        q_ptr, kc_ptr, vc_ptr, ks_ptr, vs_ptr, bt_ptr, sl_ptr, po_ptr, plse_ptr,
         stride_qb, stride_qh, stride_btb, stride_pb, stride_ph, stride_ps, stride_lb, stride_lh,
-        stride_ob, stride_oh, qk_scale, num_kv_heads,
-        G: tl.constexpr, G_PAD: tl.constexpr, G_P2: tl.constexpr, HEAD_DIM: tl.constexpr,
-        BLOCK_D: tl.constexpr, PAGE: tl.constexpr, BLOCK_N: tl.constexpr, SPLIT: tl.constexpr,
-        IS_INT8: tl.constexpr, DOT_F32: tl.constexpr, EARLY_V: tl.constexpr,
-        FUSED_MERGE: tl.constexpr, CHUNK: tl.constexpr):
+        qk_scale, num_kv_heads,
+        G: tl.constexpr, G_PAD: tl.constexpr, HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr,
+        PAGE: tl.constexpr, BLOCK_N: tl.constexpr, SPLIT: tl.constexpr,
+        IS_INT8: tl.constexpr, DOT_F32: tl.constexpr, EARLY_V: tl.constexpr):
     b = tl.program_id(0)
     kvh = tl.program_id(1)
     s = tl.program_id(2)
     seq_len = tl.load(sl_ptr + b)
     start = s * SPLIT
     if start >= seq_len:
-        if FUSED_MERGE:
-            if s == 0:   # an empty sequence (idle slot): zeros, as the merge kernel writes them
-                gz = tl.arange(0, G_P2)
-                dz = tl.arange(0, BLOCK_D)
-                zmask = (gz[:, None] < G) & (dz[None, :] < HEAD_DIM)
-                tl.store(out_ptr + b * stride_ob + (kvh * G + gz[:, None]) * stride_oh + dz[None, :],
-                         tl.zeros([G_P2, BLOCK_D], tl.float32).to(out_ptr.dtype.element_ty), mask=zmask)
         return
     end = tl.minimum(start + SPLIT, seq_len)
 
@@ -136,57 +127,6 @@ def _decode_split_kernel(
     po = po_ptr + b * stride_pb + heads[:, None] * stride_ph + s * stride_ps + d[None, :]
     tl.store(po, out, mask=qmask)
     tl.store(plse_ptr + b * stride_lb + heads * stride_lh + s, m_i + tl.math.log2(l_i), mask=gmask)
-    if FUSED_MERGE:
-        # Count this split done; the last of the sequence's splits for this kv head to finish
-        # merges them all, in split order (so the result never depends on which one was last),
-        # and resets the counter to zero for the next call (CUDA-graph replays reuse it).
-        num_splits = tl.cdiv(seq_len, SPLIT)
-        cnt = cnt_ptr + b * num_kv_heads + kvh
-        tl.debug_barrier()          # every thread's partial stores before the release below
-        prev = tl.atomic_add(cnt, 1, sem="acq_rel")
-        if prev == num_splits - 1:
-            tl.atomic_xchg(cnt, 0, sem="relaxed")
-            _merge_heads(po_ptr, plse_ptr, out_ptr, b, kvh * G, num_splits,
-                         stride_pb, stride_ph, stride_ps, stride_lb, stride_lh, stride_ob, stride_oh,
-                         G, G_P2, HEAD_DIM, BLOCK_D, CHUNK)
-
-
-@triton.jit
-def _merge_heads(po_ptr, plse_ptr, out_ptr, b, h0, num_splits,
-                 stride_pb, stride_ph, stride_ps, stride_lb, stride_lh, stride_ob, stride_oh,
-                 G: tl.constexpr, G_P2: tl.constexpr, HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr,
-                 CHUNK: tl.constexpr):
-    """Merge splits 0..num_splits-1 of heads h0..h0+G-1 of sequence b, CHUNK splits a step."""
-    g = tl.arange(0, G_P2)
-    d = tl.arange(0, BLOCK_D)
-    gmask = g < G
-    dmask = d < HEAD_DIM
-    heads = h0 + g
-    lse_base = plse_ptr + b * stride_lb + heads * stride_lh                        # [G_P2]
-    o_base = po_ptr + b * stride_pb + heads[:, None] * stride_ph + d[None, :]      # [G_P2, D]
-    m = tl.full([G_P2], float("-inf"), tl.float32)
-    acc = tl.zeros([G_P2, BLOCK_D], tl.float32)
-    w_sum = tl.zeros([G_P2], tl.float32)
-    c = 0
-    while c * CHUNK < num_splits:
-        sp = c * CHUNK + tl.arange(0, CHUNK)
-        smask = sp < num_splits
-        lmask = smask[:, None] & gmask[None, :]
-        # .cg: read the other programs' partials from L2, never from a stale L1 line
-        lse = tl.load(lse_base[None, :] + sp[:, None], mask=lmask, other=float("-inf"),
-                      cache_modifier=".cg")
-        lse = tl.where(gmask[None, :], lse, 0.0)      # padding heads: finite, never stored
-        o = tl.load(o_base[None, :, :] + sp[:, None, None] * stride_ps,
-                    mask=lmask[:, :, None] & dmask[None, None, :], other=0.0, cache_modifier=".cg")
-        m_new = tl.maximum(m, tl.max(lse, axis=0))
-        a = tl.math.exp2(m - m_new)
-        w = tl.math.exp2(lse - m_new[None, :])
-        acc = acc * a[:, None] + tl.sum(o * w[:, :, None], axis=0)
-        w_sum = w_sum * a + tl.sum(w, axis=0)
-        m = m_new
-        c += 1
-    dst = out_ptr + b * stride_ob + heads[:, None] * stride_oh + d[None, :]
-    tl.store(dst, (acc / w_sum[:, None]).to(out_ptr.dtype.element_ty), mask=gmask[:, None] & dmask[None, :])
 
 
 @triton.jit
@@ -240,25 +180,6 @@ def _decode_merge_kernel(po_ptr, plse_ptr, sl_ptr, out_ptr,
     tl.store(dst, (acc / w_sum).to(out_ptr.dtype.element_ty), mask=dmask)
 
 
-# Split-completion counters for the fused merge, one int32 per (sequence, kv head), per device
-# and stream: zero between calls (the merging program resets its own), so allocated once.
-_COUNTERS: dict = {}
-_RETIRED: list = []     # outgrown buffers stay alive: captured CUDA graphs still point at them
-
-
-def _counters(device: torch.device, n: int) -> torch.Tensor:
-    stream = torch.cuda.current_stream(device).cuda_stream if device.type == "cuda" else 0
-    key = (str(device), stream)
-    buf = _COUNTERS.get(key)
-    if buf is None or buf.numel() < n:
-        if buf is not None:
-            _RETIRED.append(buf)
-        buf = torch.zeros(max(n, 256, 2 * (buf.numel() if buf is not None else 0)), dtype=torch.int32,
-                          device=device)
-        _COUNTERS[key] = buf
-    return buf
-
-
 def paged_decode_attention_triton(q, k_cache, v_cache, k_scale, v_scale, block_tables, seq_lens,
                                   sm_scale: float, config: DecodeConfig | None = None,
                                   out: torch.Tensor | None = None) -> torch.Tensor:
@@ -291,18 +212,14 @@ def paged_decode_attention_triton(q, k_cache, v_cache, k_scale, v_scale, block_t
     sp_b, sp_h, sp_s = partial.stride(0), partial.stride(1), partial.stride(2)
     ks = k_scale if is_int8 else k_cache   # unused placeholders keep one signature
     vs = v_scale if is_int8 else v_cache
-    cnt = _counters(q.device, batch * hkv) if cfg.fused_merge else seq_lens
     _decode_split_kernel[(batch, hkv, max_splits)](
-        q, k_cache, v_cache, ks, vs, block_tables, seq_lens, partial, lse, cnt, out,
+        q, k_cache, v_cache, ks, vs, block_tables, seq_lens, partial, lse,
         q.stride(0), q.stride(1), block_tables.stride(0), sp_b, sp_h, sp_s,
-        lse.stride(0), lse.stride(1), out.stride(0), out.stride(1), float(sm_scale) * LOG2E, hkv,
-        G=g, G_PAD=max(16, triton.next_power_of_2(g)), G_P2=triton.next_power_of_2(g), HEAD_DIM=d,
-        BLOCK_D=block_d, PAGE=page, BLOCK_N=cfg.block_n, SPLIT=cfg.split_tokens, IS_INT8=is_int8,
+        lse.stride(0), lse.stride(1), float(sm_scale) * LOG2E, hkv,
+        G=g, G_PAD=max(16, triton.next_power_of_2(g)), HEAD_DIM=d, BLOCK_D=block_d,
+        PAGE=page, BLOCK_N=cfg.block_n, SPLIT=cfg.split_tokens, IS_INT8=is_int8,
         DOT_F32=q.dtype == torch.float32 or _interpreting(), EARLY_V=cfg.early_v,
-        FUSED_MERGE=cfg.fused_merge, CHUNK=MERGE_CHUNK,
         num_warps=cfg.num_warps, num_stages=cfg.num_stages)
-    if cfg.fused_merge:
-        return out
     _decode_merge_kernel[(batch, hq)](
         partial, lse, seq_lens, out, sp_b, sp_h, sp_s, lse.stride(0), lse.stride(1),
         out.stride(0), out.stride(1),
