@@ -28,6 +28,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--device", default="auto")
     p.add_argument("--ignore-eos", action="store_true", help="always generate --max-new-tokens tokens")
     p.add_argument("--json", action="store_true", help="print token ids, text and stats as JSON")
+    p.add_argument("--chat", action="store_true",
+                   help="send --prompt as a user message through the model's chat template; stop at end of turn")
 
 
 def parse_ids(text: str) -> list[int]:
@@ -45,6 +47,12 @@ def main(args: argparse.Namespace) -> int:
         llm = LLM(args.model, dtype=args.dtype, kv_dtype=args.kv_dtype, device=args.device,
                   spec=args.spec, draft_tokens=args.draft_tokens, max_concurrency=1)
         ids = parse_ids(args.prompt_ids) if args.prompt_ids is not None else llm.tokenizer.encode(args.prompt)
+        if args.chat:  # engine/chat.py: the model's own template and its end-of-turn tokens
+            from engine.chat import end_of_turn_ids, render_chat
+            if args.prompt is None:
+                raise ValueError("--chat needs --prompt (the user message), not --prompt-ids")
+            ids = llm.tokenizer.encode(render_chat(args.model, [{"role": "user", "content": args.prompt}]))
+            params.stop_token_ids = sorted(set(params.stop_token_ids or ()) | end_of_turn_ids(args.model))
         try:
             res = llm.generate(ids, params)
         finally:
