@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -85,7 +86,7 @@ def _trigger_and_approve(cfg, api_url: str, env: dict[str, str], root: Path) -> 
     console.print(f"The run waits for approval. Approving as {OPERATOR}, as a person would:")
     approve = [str(Path(sys.executable).with_name("assay")), "approve", run_id, "--as", OPERATOR,
                "--reason", "make run: the embedded defaults, approved by the local operator"]
-    console.print("  $ assay approve " + " ".join(approve[2:]))
+    console.print("  $ assay approve " + shlex.join(approve[2:]))
     subprocess.run(approve, env={**os.environ, **env}, check=True, timeout=120)
     state = wait_for_state(run_id, set(), timeout_s=3600, on_change=show)
     console.print(f"\nFlow run {run_id}: {state}\n  UI: {ui}")
