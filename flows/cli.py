@@ -70,9 +70,11 @@ def runs(
     if as_json:
         print(json.dumps(rows, indent=2))
         return
-    table = Table("flow run id", "flow", "deployment", "name", "state", "started")
+    table = Table("flow", "deployment", "name", "state", "started")
+    table.add_column("flow run id", no_wrap=True, min_width=36)
     for row in rows:
-        table.add_row(row["id"], row["flow"], row["deployment"] or "", row["name"], row["state"], row["started"] or "")
+        table.add_row(row["flow"], row["deployment"] or "", row["name"], row["state"], (row["started"] or "")[:19],
+                      row["id"])
     console.print(table)
 
 

@@ -14,9 +14,13 @@ TERMINAL = {"COMPLETED", "FAILED", "CRASHED", "CANCELLED"}
 
 
 def recent_runs(limit: int = 20, state: str | None = None) -> list[dict]:
-    flt = None
+    """Most recent first. Runs that are only scheduled (the nightly's future runs) are listed when
+    asked for with state=SCHEDULED; otherwise they would crowd out the runs that happened."""
     if state:
-        flt = FlowRunFilter(state=FlowRunFilterState(type=FlowRunFilterStateType(any_=[StateType(state.upper())])))
+        types = FlowRunFilterStateType(any_=[StateType(state.upper())])
+    else:
+        types = FlowRunFilterStateType(not_any_=[StateType.SCHEDULED])
+    flt = FlowRunFilter(state=FlowRunFilterState(type=types))
     with get_client(sync_client=True) as client:
         flow_runs = client.read_flow_runs(flow_run_filter=flt, sort=FlowRunSort.START_TIME_DESC, limit=limit)
         flows = {f.id: f.name for f in client.read_flows()}
