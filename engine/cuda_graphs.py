@@ -3,7 +3,11 @@
 Rows beyond the live batch are padding: they read and write only the pool's scratch block.
 Per step the host sends one packed [3, bucket] int64 copy (token, position, slot); block
 tables are re-sent only when the batch's membership changes (a sequence's blocks are all
-reserved at admission, so they do not change while it decodes)."""
+reserved at admission, so they do not change while it decodes).
+
+Each graph ends with the greedy argmax written into its own token-id input row, so a step
+launched `ahead` (before the host has read the previous step's tokens) feeds those ids
+straight back: the host then sends only positions and slots."""
 from __future__ import annotations
 
 import torch
@@ -17,25 +21,37 @@ class DecodeGraphs:
         self.sizes = sorted(batch_sizes)
         dev, m, n = runner.device, runner.max_blocks, self.sizes[-1]
         self.scratch = runner.pool.scratch_block
-        self.inp = torch.zeros((3, n), dtype=torch.int64, device=dev)       # ids, positions, slots
-        self.inp[2].fill_(self.scratch * runner.bs)
+        # Inputs [3, bucket] (ids, positions, slots), one buffer per bucket so that every copy
+        # into one is a plain contiguous copy from pinned memory (truly asynchronous).
+        self.inp: dict[int, torch.Tensor] = {}
+        for b in self.sizes:
+            self.inp[b] = torch.zeros((3, b), dtype=torch.int64, device=dev)
+            self.inp[b][2].fill_(self.scratch * runner.bs)
         self.tables = torch.full((n, m), -1, dtype=torch.int32, device=dev)
         self.tables[:, 0] = self.scratch
-        self._host = torch.zeros((3, n), dtype=torch.int64).pin_memory()
+        # Two staging buffers a bucket: with steps launched ahead, the previous step's
+        # host-to-device copy may still be queued when the host packs the next one.
+        self._host = {b: [torch.zeros((3, b), dtype=torch.int64).pin_memory() for _ in range(2)]
+                      for b in self.sizes}
+        self._flip = 0
         self._host_tables = torch.full((n, m), -1, dtype=torch.int32).pin_memory()
         self._tables_for = None
         self.graphs: dict[int, torch.cuda.CUDAGraph] = {}
         self.outputs: dict[int, torch.Tensor] = {}
+        self.next_ids: torch.Tensor | None = None      # greedy ids of the last run, on the device
         self._capture_all()
 
     def fits(self, b: int) -> bool:
         return b <= self.sizes[-1]
 
     def _forward(self, b: int) -> torch.Tensor:
-        ids, pos, slots = self.inp[0, :b], self.inp[1, :b], self.inp[2, :b]
+        inp = self.inp[b]
+        ids, pos, slots = inp[0], inp[1], inp[2]
         lens = (pos + 1).to(torch.int32)          # computed inside the graph: one less copy
         meta = AttnMeta(slot_mapping=slots, decode=True, block_tables=self.tables[:b], seq_lens=lens)
-        return self.runner.model(ids, pos, meta, self.runner.ops, self.runner.caches)
+        logits = self.runner.model(ids, pos, meta, self.runner.ops, self.runner.caches)
+        inp[0].copy_(torch.argmax(logits, dim=-1))    # the next step's ids, without the host
+        return logits
 
     def _capture_all(self) -> None:
         pool = None
@@ -54,14 +70,20 @@ class DecodeGraphs:
         torch.cuda.current_stream().wait_stream(stream)
         torch.cuda.synchronize()
 
-    def run(self, seqs) -> torch.Tensor:
+    def run(self, seqs, ahead: bool = False) -> torch.Tensor:
+        """Logits [b, V]; the greedy ids are left in self.next_ids. ahead: see ModelRunner.decode."""
         b = len(seqs)
         bucket = next(s for s in self.sizes if s >= b)
-        ids, pos, slots, _ = self.runner.decode_inputs(seqs)
+        ids, pos, slots, _ = self.runner.decode_inputs(seqs, ahead)
         pad = bucket - b
-        self._host[:, :bucket] = torch.tensor([ids + [0] * pad, pos + [0] * pad,
-                                               slots + [self.scratch * self.runner.bs] * pad])
-        self.inp[:, :bucket].copy_(self._host[:, :bucket], non_blocking=True)
+        host = self._host[bucket][self._flip]
+        self._flip ^= 1
+        host[:] = torch.tensor([ids + [0] * pad, pos + [0] * pad, slots + [self.scratch * self.runner.bs] * pad])
+        inp = self.inp[bucket]
+        if ahead:                                 # row 0 already holds the ids, on the GPU
+            inp[1:].copy_(host[1:], non_blocking=True)
+        else:
+            inp.copy_(host, non_blocking=True)
         key = (bucket, tuple(s.id for s in seqs))
         if key != self._tables_for:
             ht = self._host_tables
@@ -72,4 +94,5 @@ class DecodeGraphs:
             self.tables[:bucket].copy_(ht[:bucket], non_blocking=True)
             self._tables_for = key
         self.graphs[bucket].replay()
+        self.next_ids = inp[0, :b]
         return self.outputs[bucket][:b]

@@ -16,6 +16,8 @@ class ModelRunner:
         self.caches = pool.layer_caches()
         self.bs = pool.block_size
         self.max_blocks = max_blocks_per_seq
+        self._next_ids: torch.Tensor | None = None     # greedy ids of the last decode, on the device
+        self._ring, self._ring_at = [torch.empty(0, dtype=torch.int64)] * 2, 0
         self.graphs = None
         self.graph_error: str | None = None
         if cuda_graphs and self.device.type == "cuda":
@@ -46,21 +48,58 @@ class ModelRunner:
         logits = self.model(ids, pos, meta, self.ops, self.caches, logit_rows=rows)
         return logits if all_logits else logits[0]
 
-    def decode_inputs(self, seqs: list[Sequence]):
-        """Host lists for one decode step: each sequence feeds its last token at kv_len."""
+    def decode_inputs(self, seqs: list[Sequence], ahead: bool = False):
+        """Host lists for one decode step: each sequence feeds its last token at kv_len
+        (ahead: the unread token of its previous step, at kv_len + 1; ids are then unused)."""
         ids = [s.tokens[-1] for s in seqs]
-        pos = [s.kv_len for s in seqs]
+        pos = [s.kv_len + ahead for s in seqs]
         slots = [s.blocks[p // self.bs] * self.bs + p % self.bs for s, p in zip(seqs, pos)]
         lens = [p + 1 for p in pos]
         return ids, pos, slots, lens
 
-    def decode(self, seqs: list[Sequence]) -> torch.Tensor:
-        """Logits [B, V] for one new token of each sequence (their KV is written too)."""
+    def decode(self, seqs: list[Sequence], ahead: bool = False) -> torch.Tensor:
+        """Logits [B, V] for one new token of each sequence (their KV is written too); their
+        greedy ids stay on the device for read_tokens. ahead=True: the same batch as the last
+        call, whose tokens the host has not read yet: each sequence is fed that step's greedy
+        id at position kv_len + 1, so the step can be queued before the last one finishes."""
         if self.graphs is not None and self.graphs.fits(len(seqs)):
-            return self.graphs.run(seqs)
-        ids, pos, slots, lens = self.decode_inputs(seqs)
+            logits = self.graphs.run(seqs, ahead)
+            self._next_ids = self.graphs.next_ids
+            return logits
+        ids, pos, slots, lens = self.decode_inputs(seqs, ahead)
         width = max(len(s.blocks) for s in seqs)
         table = [s.blocks + [-1] * (width - len(s.blocks)) for s in seqs]
         meta = AttnMeta(slot_mapping=self._t(slots, torch.int64), decode=True,
                         block_tables=self._t(table, torch.int32), seq_lens=self._t(lens, torch.int32))
-        return self.model(self._t(ids, torch.int64), self._t(pos, torch.int64), meta, self.ops, self.caches)
+        ids_t = self._next_ids if ahead else self._t(ids, torch.int64)
+        logits = self.model(ids_t, self._t(pos, torch.int64), meta, self.ops, self.caches)
+        self._next_ids = torch.argmax(logits, dim=-1)
+        return logits
+
+    def read_tokens(self, seqs: list[Sequence]) -> "PendingTokens":
+        """Start copying the last decode's greedy ids to the host without waiting for them.
+
+        Two pinned buffers in turn: at most two launched steps are unread at once."""
+        ids = self._next_ids
+        if self.device.type != "cuda":            # a copy: ids may be a view the next step overwrites
+            return PendingTokens(seqs, ids.clone(), None)
+        slot = self._ring_at = (self._ring_at + 1) % 2
+        if self._ring[slot].numel() < len(seqs):
+            self._ring[slot] = torch.empty(len(seqs), dtype=torch.int64, pin_memory=True)
+        host = self._ring[slot][:len(seqs)]
+        host.copy_(ids, non_blocking=True)
+        event = torch.cuda.Event()
+        event.record()
+        return PendingTokens(seqs, host, event)
+
+
+class PendingTokens:
+    """The greedy token ids of a launched decode step; tolist() waits for that step only."""
+
+    def __init__(self, seqs: list[Sequence], host: torch.Tensor, event):
+        self.seqs, self.host, self.event = seqs, host, event
+
+    def tolist(self) -> list[int]:
+        if self.event is not None:
+            self.event.synchronize()
+        return self.host.tolist()

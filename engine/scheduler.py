@@ -38,6 +38,7 @@ class Scheduler:
         self.pending: deque[Sequence] = deque()
         self.active: list[Sequence] = []
         self.spec_counters = spec_ngram.SpecCounters(max(draft_tokens, 1))
+        self._inflight = None            # model_runner.PendingTokens: a decode step not read yet
 
     # queueing ---------------------------------------------------------------------------------
     def add(self, seq: Sequence) -> None:
@@ -152,6 +153,9 @@ class Scheduler:
         return seq.ngram.propose(seq.tokens, room)
 
     def _decode(self) -> None:
+        if self._inflight is not None and self._chain():
+            return
+        self._drain()
         batch = []
         for seq in [s for s in self.active if s.status is Status.DECODE]:
             draft = self._draft(seq)
@@ -161,11 +165,42 @@ class Scheduler:
                 batch.append(seq)
         if not batch:
             return
+        if self.spec == "none" and all(s.params.greedy for s in batch):
+            self.runner.decode(batch)       # its tokens are read next step, after the next launch
+            self._inflight = self.runner.read_tokens(batch)
+            return
         logits = self.runner.decode(batch)
         tokens = sample_rows(logits, [s.params for s in batch], [s.generator for s in batch])
         for seq, tok in zip(batch, tokens):
             seq.kv_len += 1
             self._emit(seq, tok)
+
+    # Greedy decode, pipelined one step deep: step n+1 is queued on the GPU (fed step n's ids
+    # from the device) before the host waits for step n's tokens, so the host's bookkeeping
+    # overlaps the GPU instead of sitting between graph replays. Outputs are unchanged: the
+    # same argmax, read one step later.
+    def _chain(self) -> bool:
+        """Launch the next step of the in-flight batch ahead, then read the in-flight one.
+        False (nothing done) unless the batch is unchanged and none of it can end by length."""
+        fl = self._inflight
+        seqs = [s for s in self.active if s.status is Status.DECODE]
+        if seqs != fl.seqs or any(s.num_generated + 1 >= s.params.max_new_tokens for s in seqs):
+            return False
+        self.runner.decode(seqs, ahead=True)
+        self._inflight = self.runner.read_tokens(seqs)
+        self._resolve(fl)      # a sequence that stops here wastes its row of the step just queued
+        return True
+
+    def _drain(self) -> None:
+        fl, self._inflight = self._inflight, None
+        if fl is not None:
+            self._resolve(fl)
+
+    def _resolve(self, fl) -> None:
+        for seq, tok in zip(fl.seqs, fl.tolist()):
+            if seq.status is Status.DECODE:          # not finished or cancelled since the launch
+                seq.kv_len += 1
+                self._emit(seq, tok)
 
     def _verify(self, seq: Sequence, draft: list[int]) -> None:
         """One forward pass over [last token] + draft; keep the longest agreeing prefix."""
