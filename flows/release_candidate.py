@@ -56,6 +56,7 @@ def release_candidate(config: str | None = None, ref: str = "HEAD", allow_dirty:
     verify_staged(ws, require_ready=True)
 
     log.info("Release %s is ready and waits for approval (approvers: %s)", version, ", ".join(cfg.approvers))
+
     def refused(decision) -> None:
         log.warning("Refused a %s from %r: not listed in [release].approvers; waiting again",
                     decision.decision, decision.approver)
