@@ -6,14 +6,14 @@ import uuid
 from typing import Iterator
 
 from fastapi import APIRouter, Request
-from fastapi.responses import JSONResponse, StreamingResponse
+from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
 from engine.server.api_models import ChatCompletionRequest, content_text
 from engine.server.chat_format import render_chat
 from engine.server.generation import Generation, Outcome
 from engine.server.request_body import check_model, parse_body, sampling_params
-from engine.server.sse import DONE, sse_data
+from engine.server.sse import DONE, event_stream, sse_data
 
 router = APIRouter()
 
@@ -77,21 +77,13 @@ async def chat_completions(request: Request):
         return sse_data(body)
 
     def events() -> Iterator[bytes]:
-        try:
-            yield chunk({"role": "assistant", "content": ""}, None)
-            for d in gen.deltas():
-                yield chunk({"content": d}, None)
-            out = gen.finish()
-            yield chunk({}, out.finish_reason)
-            if include_usage:
-                yield sse_data({**base, "choices": [], "usage": _usage(out)})
-            yield DONE
-        except GeneratorExit:
-            gen.abort("client_disconnected")
-            raise
-        except BaseException:
-            gen.abort("server_error")
-            raise
+        yield chunk({"role": "assistant", "content": ""}, None)
+        for d in gen.deltas():
+            yield chunk({"content": d}, None)
+        out = gen.finish()
+        yield chunk({}, out.finish_reason)
+        if include_usage:
+            yield sse_data({**base, "choices": [], "usage": _usage(out)})
+        yield DONE
 
-    return StreamingResponse(events(), media_type="text/event-stream",
-                             headers={"Cache-Control": "no-cache"})
+    return event_stream(gen, events())

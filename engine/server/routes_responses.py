@@ -6,7 +6,7 @@ import uuid
 from typing import Any, Iterator
 
 from fastapi import APIRouter, Request
-from fastapi.responses import JSONResponse, StreamingResponse
+from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
 from engine.server.api_models import ResponsesRequest, content_text
@@ -16,7 +16,7 @@ from engine.server.generation import Generation, Outcome
 from engine.server.request_body import check_model, parse_body, sampling_params
 from engine.server.response_store import StoredResponse
 from engine.server.routes_chat import run_to_end
-from engine.server.sse import ResponsesEventWriter
+from engine.server.sse import ResponsesEventWriter, event_stream
 
 router = APIRouter()
 
@@ -106,37 +106,29 @@ async def create_response(request: Request):
     ev = ResponsesEventWriter()
 
     def events() -> Iterator[bytes]:
-        try:
-            skeleton = _response_obj(rid, created, st, req, "in_progress", [], None)
-            yield ev("response.created", response=skeleton)
-            yield ev("response.in_progress", response=skeleton)
-            yield ev("response.output_item.added", output_index=0,
-                     item={**_message_item(mid, "", "in_progress"), "content": []})
-            part = {"type": "output_text", "text": "", "annotations": []}
-            yield ev("response.content_part.added", item_id=mid, output_index=0,
-                     content_index=0, part=part)
-            for d in gen.deltas():
-                yield ev("response.output_text.delta", item_id=mid, output_index=0,
-                         content_index=0, delta=d, logprobs=[])
-            text = gen.detok.text()
-            out = gen.finish()
-            resp = complete(text, out)
-            yield ev("response.output_text.done", item_id=mid, output_index=0,
-                     content_index=0, text=text, logprobs=[])
-            yield ev("response.content_part.done", item_id=mid, output_index=0,
-                     content_index=0, part={**part, "text": text})
-            yield ev("response.output_item.done", output_index=0, item=resp["output"][0])
-            yield ev("response.completed" if resp["status"] == "completed"
-                     else "response.incomplete", response=resp)
-        except GeneratorExit:
-            gen.abort("client_disconnected")
-            raise
-        except BaseException:
-            gen.abort("server_error")
-            raise
+        skeleton = _response_obj(rid, created, st, req, "in_progress", [], None)
+        yield ev("response.created", response=skeleton)
+        yield ev("response.in_progress", response=skeleton)
+        yield ev("response.output_item.added", output_index=0,
+                 item={**_message_item(mid, "", "in_progress"), "content": []})
+        part = {"type": "output_text", "text": "", "annotations": []}
+        yield ev("response.content_part.added", item_id=mid, output_index=0,
+                 content_index=0, part=part)
+        for d in gen.deltas():
+            yield ev("response.output_text.delta", item_id=mid, output_index=0,
+                     content_index=0, delta=d, logprobs=[])
+        text = gen.detok.text()
+        out = gen.finish()
+        resp = complete(text, out)
+        yield ev("response.output_text.done", item_id=mid, output_index=0,
+                 content_index=0, text=text, logprobs=[])
+        yield ev("response.content_part.done", item_id=mid, output_index=0,
+                 content_index=0, part={**part, "text": text})
+        yield ev("response.output_item.done", output_index=0, item=resp["output"][0])
+        yield ev("response.completed" if resp["status"] == "completed"
+                 else "response.incomplete", response=resp)
 
-    return StreamingResponse(events(), media_type="text/event-stream",
-                             headers={"Cache-Control": "no-cache"})
+    return event_stream(gen, events())
 
 
 def _stored(st, rid: str) -> StoredResponse:

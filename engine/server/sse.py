@@ -29,3 +29,21 @@ class ResponsesEventWriter:
         payload = {"type": event_type, "sequence_number": self.sequence_number, **fields}
         self.sequence_number += 1
         return sse_event(event_type, payload)
+
+
+def event_stream(gen, events):
+    """An SSE response over `events`; the generation is aborted when the client goes away or a
+    step fails, so its KV blocks and its slot are given back at once."""
+    from fastapi.responses import StreamingResponse
+
+    def guarded():
+        try:
+            yield from events
+        except GeneratorExit:
+            gen.abort("client_disconnected")
+            raise
+        except BaseException:
+            gen.abort("server_error")
+            raise
+
+    return StreamingResponse(guarded(), media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
