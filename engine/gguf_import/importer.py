@@ -1,7 +1,6 @@
 """GGUF file -> Hugging Face model directory, byte-identical for the same input."""
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import tempfile
@@ -12,6 +11,7 @@ import torch
 from gguf import GGUFReader
 from safetensors.torch import save_file
 
+from engine.digests import file_sha256 as sha256_file
 from engine.gguf_import.errors import GGUFError
 from engine.gguf_import.header import validate_gguf
 from engine.gguf_import.metadata import build_config, build_generation_config, read_fields
@@ -35,14 +35,6 @@ def _json_bytes(obj) -> bytes:
     return (json.dumps(obj, sort_keys=True, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
 
 
-def _sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 def import_gguf(gguf_path: str | Path, out_dir: str | Path, dtype: str = "float32") -> ImportResult:
     """Validates the file, then writes config, weights, tokenizer and templates into out_dir."""
     path = str(gguf_path)
@@ -63,7 +55,7 @@ def import_gguf(gguf_path: str | Path, out_dir: str | Path, dtype: str = "float3
                               f"config says {config['vocab_size']}")
     state = load_state_dict(reader, path, config["num_attention_heads"], config["num_key_value_heads"],
                             DTYPES[dtype])
-    source_sha = _sha256_file(Path(path))
+    source_sha = sha256_file(Path(path))
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=out, prefix=".import-") as tmp:
@@ -83,4 +75,4 @@ def import_gguf(gguf_path: str | Path, out_dir: str | Path, dtype: str = "float3
         for name in FILES:
             os.chmod(tmp / name, 0o644)  # the same mode whatever the umask or writer chose
             os.replace(tmp / name, out / name)
-    return ImportResult(out, source_sha, {name: _sha256_file(out / name) for name in FILES})
+    return ImportResult(out, source_sha, {name: sha256_file(out / name) for name in FILES})

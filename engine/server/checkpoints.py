@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from engine.digests import canonical_json, file_sha256
+
 FORMAT = "assay-engine-checkpoint/v1"
 _ORIGIN_CONTEXT = b"assay-engine/checkpoint-origin/v1"
 _FILES = ("tensors.safetensors", "tokens.json")
@@ -61,15 +63,6 @@ def origin_key(api_key: str) -> bytes:
     return hmac.new(api_key.encode("utf-8"), _ORIGIN_CONTEXT, hashlib.sha256).digest()
 
 
-def _canonical(obj: Any) -> bytes:
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-                      allow_nan=False).encode("utf-8")
-
-
-def _sha256_file(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
 def _write_synced(path: Path, data: bytes) -> None:
     with path.open("wb") as f:
         f.write(data)
@@ -102,7 +95,7 @@ class CheckpointStore:
     def _mac(self, manifest: dict[str, Any]) -> str:
         body = {k: v for k, v in manifest.items() if k != "origin"}
         body["origin_key_id"] = manifest["origin"]["key_id"]
-        return hmac.new(self.key, _canonical(body), hashlib.sha256).hexdigest()
+        return hmac.new(self.key, canonical_json(body), hashlib.sha256).hexdigest()
 
     def save(self, session: str, token_ids: list[int], tensors: dict[str, Any]) -> dict[str, Any]:
         """Write a new generation, manifest last, then swap `current`; returns the manifest."""
@@ -114,8 +107,8 @@ class CheckpointStore:
             gdir.mkdir(parents=True)
             save_file({k: v.detach().contiguous().cpu() for k, v in tensors.items()},
                       str(gdir / "tensors.safetensors"))
-            _write_synced(gdir / "tokens.json", _canonical([int(t) for t in token_ids]))
-            files = {name: _sha256_file(gdir / name) for name in _FILES}
+            _write_synced(gdir / "tokens.json", canonical_json([int(t) for t in token_ids]))
+            files = {name: file_sha256(gdir / name) for name in _FILES}
             size = sum((gdir / name).stat().st_size for name in _FILES)
             manifest: dict[str, Any] = {
                 "format": FORMAT, "session_sha256": sdir.name, "identity": self.identity,
@@ -124,7 +117,7 @@ class CheckpointStore:
             if self.key is not None:
                 manifest["origin"] = {"key_id": self.key_id, "hmac": ""}
                 manifest["origin"]["hmac"] = self._mac(manifest)
-            _write_synced(gdir / "manifest.json", _canonical(manifest))
+            _write_synced(gdir / "manifest.json", canonical_json(manifest))
             _fsync_dir(gdir)
             tmp = sdir / f"current.{gen}.tmp"
             _write_synced(tmp, gen.encode("ascii"))
@@ -175,7 +168,7 @@ class CheckpointStore:
             return CheckpointInfo("incompatible", "identity differs: " + ", ".join(diff), manifest)
         for name, digest in (manifest.get("files") or {}).items():
             p = sdir / gen / name
-            if name not in _FILES or not p.is_file() or _sha256_file(p) != digest:
+            if name not in _FILES or not p.is_file() or file_sha256(p) != digest:
                 return CheckpointInfo("corrupt", f"{name} does not match its digest", manifest)
         if set(manifest.get("files") or {}) != set(_FILES):
             return CheckpointInfo("corrupt", "manifest lists the wrong files", manifest)

@@ -4,13 +4,7 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-
-def _file_sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
+from engine.digests import file_sha256
 
 
 def tree_sha256(root: str | Path, *, suffixes: tuple[str, ...] | None = None,
@@ -26,7 +20,7 @@ def tree_sha256(root: str | Path, *, suffixes: tuple[str, ...] | None = None,
             continue
         if suffixes is not None and f.suffix not in suffixes:
             continue
-        entries.append((rel.as_posix(), _file_sha256(f)))
+        entries.append((rel.as_posix(), file_sha256(f)))
     h = hashlib.sha256()
     for rel, digest in sorted(entries):
         h.update(f"{rel}\0{digest}\n".encode("utf-8"))

@@ -10,6 +10,8 @@ from typing import Any
 
 import jsonschema
 
+from engine.digests import canonical_json
+
 SCHEMA_PATH = Path(__file__).with_name("profile.schema.json")
 
 DEFAULTS: dict[str, Any] = {
@@ -63,11 +65,6 @@ class Profile:
         body = {k: v for k, v in self.data.items() if k not in _DEPLOYMENT_KEYS}
         body["model"] = {k: v for k, v in body["model"].items() if k != "path"}
         return hashlib.sha256(canonical_json(body)).hexdigest()
-
-
-def canonical_json(obj: Any) -> bytes:
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-                      allow_nan=False).encode("utf-8")
 
 
 def _merge(base: dict, over: dict) -> dict:

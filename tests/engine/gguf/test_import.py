@@ -78,7 +78,7 @@ def test_import_gguf_subcommand(gguf_path, model_dir, tmp_path):
     assert run.returncode == 0, run.stderr
     printed = dict(reversed(line.split("  ")) for line in run.stdout.splitlines())
     assert set(printed) == set(FILES)
-    from engine.gguf_import.importer import _sha256_file
+    from engine.digests import file_sha256 as _sha256_file
     assert all(printed[name] == _sha256_file(model_dir / name) for name in FILES)
     bad = tmp_path / "bad.gguf"
     bad.write_bytes(b"GGUF\x03\x00\x00\x00" + b"\xff" * 16)
