@@ -167,19 +167,23 @@ def main(argv=None) -> int:
     model = build_model(cfg, dict(hf.state_dict()), torch.bfloat16, dev, max_len, "hf model")
     wbytes = weight_bytes(model)
     rows = []
-    # The same decode step with the elementwise ops left unfused, for the record.
-    fused.disable_compile()
+    # The same decode step with the elementwise ops left unfused and cuBLAS projections, then
+    # with the compiled elementwise ops and cuBLAS projections (no fused GEMV), for the record.
     small_len = min(contexts) + args.steps + 64
-    llm = LLM(None, kv_dtype="bf16", device=dev, kv_capacity_tokens=small_len + 16, max_concurrency=1,
-              max_model_len=small_len, compile_ops=False, _model=(cfg, model))
-    fill_random_kv(llm)
-    dt = synthetic_decode(llm, 1, min(contexts), args.steps)
     kv_tok = cfg.kv_bytes_per_token(2)
-    rows.append(dict(engine="assay-unfused", kv="bf16", batch=1, context=min(contexts), spec="none", tok_s=1 / dt,
-                     step_ms=dt * 1e3, bw_fraction=(wbytes + min(contexts) * kv_tok) / dt / bw,
-                     cuda_graphs=llm.runner.graphs is not None))
-    llm.stop()
-    del llm
+    for label, compile_ops in (("assay-unfused", False), ("assay-cublas", True)):
+        if not compile_ops:
+            fused.disable_compile()
+        model.fused_gemv = False
+        llm = LLM(None, kv_dtype="bf16", device=dev, kv_capacity_tokens=small_len + 16, max_concurrency=1,
+                  max_model_len=small_len, compile_ops=compile_ops, _model=(cfg, model))
+        fill_random_kv(llm)
+        dt = synthetic_decode(llm, 1, min(contexts), args.steps)
+        rows.append(dict(engine=label, kv="bf16", batch=1, context=min(contexts), spec="none", tok_s=1 / dt,
+                         step_ms=dt * 1e3, bw_fraction=(wbytes + min(contexts) * kv_tok) / dt / bw,
+                         cuda_graphs=llm.runner.graphs is not None))
+        llm.stop()
+        del llm
     for kv in ("bf16", "int8"):
         cap = max(batches) * (max_len + 16)
         llm = LLM(None, kv_dtype=kv, device=dev, kv_capacity_tokens=cap, max_concurrency=max(batches),

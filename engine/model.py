@@ -46,15 +46,19 @@ class Attention(nn.Module):
         self.sm_scale = self.d ** -0.5
 
     def forward(self, x, cos, sin, meta: AttnMeta, ops, cache):
-        n = x.shape[0]
-        qkv = self.qkv(x).view(n, self.h + 2 * self.kvh, self.d)
+        return self.attend(self.qkv(x), cos, sin, meta, ops, cache)
+
+    def attend(self, qkv, cos, sin, meta: AttnMeta, ops, cache):
+        """From the qkv projection's output [N, (Hq + 2 Hkv) * D] to the o projection's."""
+        n = qkv.shape[0]
+        qkv = qkv.view(n, self.h + 2 * self.kvh, self.d)
         v = qkv[:, self.h + self.kvh:]
         if self.q_norm is not None:
             q = fused.rope(self.q_norm(qkv[:, :self.h]), cos, sin)
             k = fused.rope(self.k_norm(qkv[:, self.h:self.h + self.kvh]), cos, sin)
         kc, vc, ks, vs = cache
         rope_write = getattr(ops, "rope_write_kv", None)
-        if (self.q_norm is None and rope_write is not None and fused.is_compiled() and x.is_cuda
+        if (self.q_norm is None and rope_write is not None and fused.is_compiled() and qkv.is_cuda
                 and (kc.dtype == torch.int8 or kc.dtype == qkv.dtype)):
             # With the compiled elementwise ops on CUDA: RoPE and the KV write in one kernel,
             # computing what the compiled RoPE computes (float32, one rounding).
@@ -102,6 +106,20 @@ class Block(nn.Module):
         m = self.mlp(h)
         return fused.add_rms_norm(m, residual, next_norm.weight, next_norm.eps)
 
+    def forward_gemv(self, x, residual, cos, sin, meta, ops, cache):
+        """Decode through ops.norm_linear / ops.silu_linear: each RMSNorm (with the residual add
+        before it) and SwiGLU's gate run inside the projection that reads them. x is the
+        previous block's output not yet added to residual (None before the first block);
+        returns this block's (x, residual) the same way."""
+        attn, mlp = self.attn, self.mlp
+        inp, res = (residual, None) if x is None else (x, residual)
+        qkv, residual = ops.norm_linear(inp, res, self.attn_norm.weight, self.attn_norm.eps,
+                                        attn.qkv.weight, attn.qkv.bias)
+        a = attn.attend(qkv, cos, sin, meta, ops, cache)
+        gate_up, residual = ops.norm_linear(a, residual, self.mlp_norm.weight, self.mlp_norm.eps,
+                                            mlp.gate_up.weight, None)
+        return ops.silu_linear(gate_up, mlp.down.weight), residual
+
 
 class Transformer(nn.Module):
     def __init__(self, cfg: ModelConfig, max_positions: int | None = None):
@@ -114,6 +132,9 @@ class Transformer(nn.Module):
         self.max_positions = max_positions or cfg.max_position_embeddings
         self.rope_cos: torch.Tensor | None = None
         self.rope_sin: torch.Tensor | None = None
+        # Decode batches through the fused norm/gate projections where ops offers them: off,
+        # slower than cuBLAS on an H200 (docs/perf/kernels.md).
+        self.fused_gemv = False
 
     def setup_rope(self, device) -> None:
         self.rope_cos, self.rope_sin = cos_sin_table(self.cfg, self.max_positions, device)
@@ -135,6 +156,15 @@ class Transformer(nn.Module):
         residual = self.embed(input_ids)
         cos_t, sin_t = self._rope_tables(residual.dtype)
         cos, sin = cos_t[positions], sin_t[positions]
+        gemv = getattr(ops, "gemv_supported", None)
+        if self.fused_gemv and gemv is not None and gemv(residual):
+            x = None
+            for layer, cache in zip(self.layers, caches):
+                x, residual = layer.forward_gemv(x, residual, cos, sin, meta, ops, cache)
+            if logit_rows is not None:
+                x, residual = x[logit_rows], residual[logit_rows]
+            logits, _ = ops.norm_linear(x, residual, self.norm.weight, self.norm.eps, self.lm_head.weight, None)
+            return logits.float()
         h = self.layers[0].attn_norm(residual)
         # Each residual add is fused with the RMSNorm that follows it (the next block's
         # attn_norm, or the final norm after the last block).

@@ -116,3 +116,40 @@ def check_prefill(q, k_cache, v_cache, k_scale, v_scale, block_table, start_pos)
         raise KernelInputError(op, "block_table", f"{block_table.shape[0]} blocks of {bs} tokens "
                                                   f"cannot hold {total} positions")
     return is_int8, start_pos
+
+
+def _check_rows(op: str, name: str, x, width: int, dtype=None, device=None) -> None:
+    expect(op, name, x, ndim=2, dtypes=(dtype,) if dtype is not None else COMPUTE_DTYPES, device=device)
+    if x.shape[1] != width:
+        raise KernelInputError(op, name, f"expected {width} columns, got shape {_shape(x)}")
+    if x.stride(1) != 1:
+        raise KernelInputError(op, name, "rows must be contiguous")
+
+
+def _check_weight(op: str, w, dtype: torch.dtype, device: torch.device) -> int:
+    expect(op, "w", w, ndim=2, dtypes=(dtype,), device=device)
+    if w.stride(1) != 1:
+        raise KernelInputError(op, "w", f"expected a row-major [N, K] weight, got strides {list(w.stride())}")
+    return w.shape[1]
+
+
+def check_norm_linear(x, residual, norm_w, w, bias) -> None:
+    """Validate norm_linear's arguments: x [M, K], residual like x or None, norm_w [K], w [N, K]."""
+    op = "norm_linear"
+    expect(op, "x", x, ndim=2, dtypes=COMPUTE_DTYPES)
+    k = _check_weight(op, w, x.dtype, x.device)
+    _check_rows(op, "x", x, k)
+    if residual is not None:
+        _check_rows(op, "residual", residual, k, x.dtype, x.device)
+        expect(op, "residual", residual, shape=tuple(x.shape))
+    expect(op, "norm_w", norm_w, shape=(k,), dtypes=(x.dtype,), device=x.device)
+    if bias is not None:
+        expect(op, "bias", bias, shape=(w.shape[0],), dtypes=(x.dtype,), device=x.device)
+
+
+def check_silu_linear(gate_up, w) -> None:
+    """Validate silu_linear's arguments: gate_up [M, 2K] (gate then up), w [N, K]."""
+    op = "silu_linear"
+    expect(op, "gate_up", gate_up, ndim=2, dtypes=COMPUTE_DTYPES)
+    k = _check_weight(op, w, gate_up.dtype, gate_up.device)
+    _check_rows(op, "gate_up", gate_up, 2 * k)
