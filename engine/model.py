@@ -12,6 +12,7 @@ from torch import nn
 
 from engine import fused
 from engine.config import ModelConfig
+from engine.prefetch import WeightPrefetch
 from engine.rope import cos_sin_table
 
 
@@ -46,10 +47,10 @@ class Attention(nn.Module):
         self.sm_scale = self.d ** -0.5
 
     def forward(self, x, cos, sin, meta: AttnMeta, ops, cache):
-        return self.attend(self.qkv(x), cos, sin, meta, ops, cache)
+        return self.o(self.attend(self.qkv(x), cos, sin, meta, ops, cache))
 
     def attend(self, qkv, cos, sin, meta: AttnMeta, ops, cache):
-        """From the qkv projection's output [N, (Hq + 2 Hkv) * D] to the o projection's."""
+        """From the qkv projection's output [N, (Hq + 2 Hkv) * D] to the o projection's input."""
         n = qkv.shape[0]
         qkv = qkv.view(n, self.h + 2 * self.kvh, self.d)
         v = qkv[:, self.h + self.kvh:]
@@ -77,7 +78,7 @@ class Attention(nn.Module):
         else:
             o = ops.paged_prefill_attention(q.contiguous(), kc, vc, ks, vs, meta.block_table, meta.start_pos,
                                             self.sm_scale)
-        return self.o(o.reshape(n, self.h * self.d))
+        return o.reshape(n, self.h * self.d)
 
 
 class MLP(nn.Module):
@@ -99,26 +100,27 @@ class Block(nn.Module):
         self.mlp_norm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
         self.mlp = MLP(cfg)
 
-    def forward(self, h, residual, cos, sin, meta, ops, cache, next_norm: RMSNorm):
-        """h: this block's normed input; returns (next_norm(new residual), new residual)."""
-        a = self.attn(h, cos, sin, meta, ops, cache)
-        h, residual = fused.add_rms_norm(a, residual, self.mlp_norm.weight, self.mlp_norm.eps)
-        m = self.mlp(h)
-        return fused.add_rms_norm(m, residual, next_norm.weight, next_norm.eps)
+    def forward(self, h, residual, cos, sin, meta, ops, cache, next_norm: RMSNorm, prefetch=None, next_weight=None):
+        """h: this block's normed input; returns (next_norm(new residual), new residual).
 
-    def forward_gemv(self, x, residual, cos, sin, meta, ops, cache):
-        """Decode through ops.norm_linear / ops.silu_linear: each RMSNorm (with the residual add
-        before it) and SwiGLU's gate run inside the projection that reads them. x is the
-        previous block's output not yet added to residual (None before the first block);
-        returns this block's (x, residual) the same way."""
+        prefetch (a WeightPrefetch, decode on CUDA): after each projection is queued, the next
+        one's weight is read into L2 on a side stream while the kernels in between run;
+        next_weight is the projection after this block's last (the next block's qkv)."""
         attn, mlp = self.attn, self.mlp
-        inp, res = (residual, None) if x is None else (x, residual)
-        qkv, residual = ops.norm_linear(inp, res, self.attn_norm.weight, self.attn_norm.eps,
-                                        attn.qkv.weight, attn.qkv.bias)
-        a = attn.attend(qkv, cos, sin, meta, ops, cache)
-        gate_up, residual = ops.norm_linear(a, residual, self.mlp_norm.weight, self.mlp_norm.eps,
-                                            mlp.gate_up.weight, None)
-        return ops.silu_linear(gate_up, mlp.down.weight), residual
+        qkv = attn.qkv(h)
+        if prefetch is not None:
+            prefetch.whole(attn.o.weight)         # behind RoPE, the KV write and attention
+        a = attn.o(attn.attend(qkv, cos, sin, meta, ops, cache))
+        if prefetch is not None:
+            prefetch.head(mlp.gate_up.weight)     # behind the add + norm
+        h, residual = fused.add_rms_norm(a, residual, self.mlp_norm.weight, self.mlp_norm.eps)
+        gate_up = mlp.gate_up(h)
+        if prefetch is not None:
+            prefetch.head(mlp.down.weight)        # behind SwiGLU's gate
+        m = mlp.down(fused.silu_mul(gate_up, mlp.inter))
+        if prefetch is not None and next_weight is not None:
+            prefetch.head(next_weight)            # behind the add + next norm
+        return fused.add_rms_norm(m, residual, next_norm.weight, next_norm.eps)
 
 
 class Transformer(nn.Module):
@@ -132,9 +134,8 @@ class Transformer(nn.Module):
         self.max_positions = max_positions or cfg.max_position_embeddings
         self.rope_cos: torch.Tensor | None = None
         self.rope_sin: torch.Tensor | None = None
-        # Decode batches through the fused norm/gate projections where ops offers them: off,
-        # slower than cuBLAS on an H200 (docs/perf/kernels.md).
-        self.fused_gemv = False
+        # L2 prefetch of weights during decode's small kernels (engine.prefetch); None = off.
+        self.prefetch: WeightPrefetch | None = None
 
     def setup_rope(self, device) -> None:
         self.rope_cos, self.rope_sin = cos_sin_table(self.cfg, self.max_positions, device)
@@ -156,21 +157,17 @@ class Transformer(nn.Module):
         residual = self.embed(input_ids)
         cos_t, sin_t = self._rope_tables(residual.dtype)
         cos, sin = cos_t[positions], sin_t[positions]
-        gemv = getattr(ops, "gemv_supported", None)
-        if self.fused_gemv and gemv is not None and gemv(residual):
-            x = None
-            for layer, cache in zip(self.layers, caches):
-                x, residual = layer.forward_gemv(x, residual, cos, sin, meta, ops, cache)
-            if logit_rows is not None:
-                x, residual = x[logit_rows], residual[logit_rows]
-            logits, _ = ops.norm_linear(x, residual, self.norm.weight, self.norm.eps, self.lm_head.weight, None)
-            return logits.float()
         h = self.layers[0].attn_norm(residual)
         # Each residual add is fused with the RMSNorm that follows it (the next block's
         # attn_norm, or the final norm after the last block).
         nexts = [layer.attn_norm for layer in self.layers[1:]] + [self.norm]
-        for layer, cache, next_norm in zip(self.layers, caches, nexts):
-            h, residual = layer(h, residual, cos, sin, meta, ops, cache, next_norm)
+        pf = self.prefetch if meta.decode and residual.is_cuda else None
+        next_weights = [layer.attn.qkv.weight for layer in self.layers[1:]] + [self.lm_head.weight]
+        for layer, cache, next_norm, nw in zip(self.layers, caches, nexts, next_weights):
+            h, residual = layer(h, residual, cos, sin, meta, ops, cache, next_norm, pf, nw)
         if logit_rows is not None:
             h = h[logit_rows]
-        return self.lm_head(h).float()
+        logits = self.lm_head(h).float()
+        if pf is not None:
+            pf.join()
+        return logits

@@ -24,8 +24,7 @@ ENV_BACKEND = "ENGINE_KERNELS"
 BACKENDS = ("torch", "triton")
 # Every file whose bytes decide what the ops compute; kernel_build_id hashes them in order.
 KERNEL_SOURCES = ("checks.py", "errors.py", "ops.py", "reference.py", "triton_decode.py",
-                  "triton_gemv.py", "triton_kv_write.py")
-GEMV_MAX_ROWS = 32        # triton_gemv.MAX_ROWS, without importing Triton to know it
+                  "triton_kv_write.py", "triton_prefetch.py")
 
 
 @functools.lru_cache(maxsize=1)
@@ -93,29 +92,12 @@ def paged_decode_attention(q, k_cache, v_cache, k_scale, v_scale, block_tables, 
                                                 block_tables, seq_lens, sm_scale)
 
 
-def gemv_supported(x: torch.Tensor) -> bool:
-    """Whether norm_linear / silu_linear run x's rows on the Triton GEMV kernels: decode-sized
-    batches (up to 32 rows) of bf16 or fp16 on CUDA. The model keeps its separate norm, gate
-    and cuBLAS projections otherwise (prefill, float32, the CPU)."""
-    return (x.is_cuda and x.dim() == 2 and x.shape[0] <= GEMV_MAX_ROWS
-            and x.dtype in (torch.bfloat16, torch.float16) and backend(x.device) == "triton")
-
-
-def norm_linear(x, residual, norm_w, eps: float, w, bias=None):
-    """(rms_norm(x + residual) * norm_w) @ w.T (+ bias) and x + residual (x when residual is
-    None): returns (y [M, N], summed [M, K])."""
-    if backend(x.device) == "triton" and x.dim() == 2 and x.shape[0] <= GEMV_MAX_ROWS:
-        from engine.kernels.triton_gemv import norm_linear_triton
-        return norm_linear_triton(x, residual, norm_w, eps, w, bias)
-    return reference.norm_linear_ref(x, residual, norm_w, eps, w, bias)
-
-
-def silu_linear(gate_up, w):
-    """(silu(gate) * up) @ w.T for gate_up = [gate | up] [M, 2K], w [N, K]."""
-    if backend(gate_up.device) == "triton" and gate_up.dim() == 2 and gate_up.shape[0] <= GEMV_MAX_ROWS:
-        from engine.kernels.triton_gemv import silu_linear_triton
-        return silu_linear_triton(gate_up, w)
-    return reference.silu_linear_ref(gate_up, w)
+def prefetch_l2(t: torch.Tensor, nbytes: int | None = None) -> None:
+    """Read t's first nbytes (all by default) into the GPU's L2 on the current stream; does
+    nothing off CUDA (there is no cache to fill worth a pass over the bytes)."""
+    if t.is_cuda and backend(t.device) == "triton":
+        from engine.kernels.triton_prefetch import prefetch_l2_triton
+        prefetch_l2_triton(t, nbytes)
 
 
 def paged_prefill_attention(q, k_cache, v_cache, k_scale, v_scale, block_table, start_pos: int,

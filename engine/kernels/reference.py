@@ -128,20 +128,3 @@ def paged_prefill_attention_ref(q, k_cache, v_cache, k_scale, v_scale, block_tab
     mask = torch.arange(total, device=q.device)[None, :] <= pos[:, None]
     out = F.scaled_dot_product_attention(qf, k, v, attn_mask=mask, scale=sm_scale)
     return out.view(hkv, g, chunk, d).permute(2, 0, 1, 3).reshape(chunk, hq, d).to(q.dtype)
-
-
-def norm_linear_ref(x, residual, norm_w, eps: float, w, bias=None):
-    """(rms_norm(x + residual) * norm_w) @ w.T (+ bias), and the sum (x itself when residual
-    is None): transformers' order of operations (normalise in float32, cast, then scale)."""
-    checks.check_norm_linear(x, residual, norm_w, w, bias)
-    summed = x if residual is None else residual + x
-    xf = summed.float()
-    normed = norm_w * (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps)).to(x.dtype)
-    return F.linear(normed, w, bias), summed
-
-
-def silu_linear_ref(gate_up, w):
-    """(silu(gate) * up) @ w.T for gate_up = [gate | up] along the last axis."""
-    checks.check_silu_linear(gate_up, w)
-    gate, up = gate_up.split(w.shape[1], dim=-1)
-    return F.linear(F.silu(gate) * up, w)
