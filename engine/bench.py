@@ -14,6 +14,7 @@ import torch
 
 from engine import fused
 from engine.config import ModelConfig
+from engine.layout import set_projection_layout
 from engine.llm import LLM
 from engine.sampling import SamplingParams
 from engine.sequence import Sequence, Status
@@ -149,9 +150,6 @@ def main(argv=None) -> int:
     ap.add_argument("--copy-gib", type=float, default=2.0)
     ap.add_argument("--int8-config", help="int8 decode-attention launch config 'bn,w,st,split[,e]' for this "
                     "run (default: the pinned DEFAULT_CONFIGS[True])")
-    ap.add_argument("--prefetch-variants", default="0,16",
-                    type=lambda v: [float(x) for x in v.split(",") if x.strip()],
-                    help="extra rows at batch 1: L2 prefetch reading these MB ahead (0 = the o weight only)")
     args = ap.parse_args(argv) if argv is not None else ap.parse_args()
     if not torch.cuda.is_available() and args.config == "8b":
         raise SystemExit("engine.bench --config 8b needs a CUDA GPU (--config tiny runs anywhere)")
@@ -170,28 +168,36 @@ def main(argv=None) -> int:
     model = build_model(cfg, dict(hf.state_dict()), torch.bfloat16, dev, max_len, "hf model")
     wbytes = weight_bytes(model)
     rows = []
-    # The same decode step with the elementwise ops left unfused (and no L2 prefetch), then with
-    # the L2 prefetch off or reading other amounts ahead, for the record.
+    # The same decode step with the elementwise ops left unfused, for the record.
+    fused.disable_compile()
     small_len = min(contexts) + args.steps + 64
+    llm = LLM(None, kv_dtype="bf16", device=dev, kv_capacity_tokens=small_len + 16, max_concurrency=1,
+              max_model_len=small_len, compile_ops=False, _model=(cfg, model))
+    fill_random_kv(llm)
+    dt = synthetic_decode(llm, 1, min(contexts), args.steps)
     kv_tok = cfg.kv_bytes_per_token(2)
-    variants = [("assay-unfused", False, None), ("assay-no-prefetch", True, None)]
-    variants += [(f"assay-prefetch-{mb:g}MB", True, mb) for mb in args.prefetch_variants]
-    for label, compile_ops, pf_mb in variants:
-        if not compile_ops:
-            fused.disable_compile()
+    rows.append(dict(engine="assay-unfused", kv="bf16", batch=1, context=min(contexts), spec="none", tok_s=1 / dt,
+                     step_ms=dt * 1e3, bw_fraction=(wbytes + min(contexts) * kv_tok) / dt / bw,
+                     cuda_graphs=llm.runner.graphs is not None))
+    llm.stop()
+    del llm
+    # And with the compiled ops but the checkpoint's row-major projection weights (engine.layout).
+    if dev.type == "cuda":
+        set_projection_layout(model, column_major=False)
         llm = LLM(None, kv_dtype="bf16", device=dev, kv_capacity_tokens=small_len + 16, max_concurrency=1,
-                  max_model_len=small_len, compile_ops=compile_ops, l2_prefetch_mb=pf_mb, _model=(cfg, model))
+                  max_model_len=small_len, _model=(cfg, model))
         fill_random_kv(llm)
         llm.last_replay_s = None
         dt = synthetic_decode(llm, 1, min(contexts), args.steps)
         rep = llm.last_replay_s
-        rows.append(dict(engine=label, kv="bf16", batch=1, context=min(contexts), spec="none", tok_s=1 / dt,
-                         step_ms=dt * 1e3, bw_fraction=(wbytes + min(contexts) * kv_tok) / dt / bw,
-                         graph_ms=rep * 1e3 if rep else None,
-                         graph_bw_fraction=(wbytes + min(contexts) * kv_tok) / rep / bw if rep else None,
+        byts = wbytes + min(contexts) * kv_tok
+        rows.append(dict(engine="assay-row-major", kv="bf16", batch=1, context=min(contexts), spec="none",
+                         tok_s=1 / dt, step_ms=dt * 1e3, bw_fraction=byts / dt / bw,
+                         graph_ms=rep * 1e3 if rep else None, graph_bw_fraction=byts / rep / bw if rep else None,
                          cuda_graphs=llm.runner.graphs is not None))
         llm.stop()
         del llm
+        set_projection_layout(model, column_major=True)
     for kv in ("bf16", "int8"):
         cap = max(batches) * (max_len + 16)
         llm = LLM(None, kv_dtype=kv, device=dev, kv_capacity_tokens=cap, max_concurrency=max(batches),
@@ -224,7 +230,8 @@ def main(argv=None) -> int:
     report = dict(gpu=gpu, torch=torch.__version__, python=platform.python_version(),
                   decode_configs={str(k): v.__dict__ for k, v in DEFAULT_CONFIGS.items()},
                   config=args.config, compiled_ops=compiled, copy_bandwidth_gb_s=bw / 1e9,
-                  weight_bytes=wbytes, rows=rows)
+                  weight_bytes=wbytes, projection_layout="column-major" if dev.type == "cuda" else "row-major",
+                  rows=rows)
     print_table(report)
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
@@ -254,7 +261,7 @@ def print_table(r: dict) -> None:
     print(f"GPU {r['gpu']}  torch {r['torch']}  config {r['config']}  "
           f"copy bandwidth {r['copy_bandwidth_gb_s']:.0f} GB/s  weights {r['weight_bytes'] / 1e9:.2f} GB  "
           f"fused ops {r['compiled_ops']}")
-    print(f"{'engine':<22}{'kv':<6}{'batch':>6}{'context':>9}{'spec':>7}{'tok/s':>10}{'ms/step':>9}{'bw frac':>9}"
+    print(f"{'engine':<16}{'kv':<6}{'batch':>6}{'context':>9}{'spec':>7}{'tok/s':>10}{'ms/step':>9}{'bw frac':>9}"
           f"{'graph ms':>10}{'g frac':>8}")
     for x in r["rows"]:
         frac = f"{x['bw_fraction']:.2f}" if x["bw_fraction"] is not None else "-"
@@ -264,7 +271,7 @@ def print_table(r: dict) -> None:
             extra = f"{x['graph_ms']:>10.2f}{x['graph_bw_fraction']:>8.2f}"
         if "accepted" in x and x["spec"] != "none":
             extra = f"  accepted {x['accepted']} / attempted {x['attempted']}"
-        print(f"{x['engine']:<22}{x['kv']:<6}{x['batch']:>6}{x['context']:>9}{x['spec']:>7}"
+        print(f"{x['engine']:<16}{x['kv']:<6}{x['batch']:>6}{x['context']:>9}{x['spec']:>7}"
               f"{x['tok_s']:>10.1f}{ms:>9}{frac:>9}{extra}")
 
 

@@ -15,7 +15,6 @@ from torch.profiler import ProfilerActivity, profile
 from engine.bench import LLAMA_8B, TINY, fill_random_kv, hf_model, synthetic_decode
 from engine.config import ModelConfig
 from engine.llm import LLM
-from engine.prefetch import DEFAULT_HEAD_MB
 from engine.weights import build_model
 
 
@@ -39,8 +38,6 @@ def main(argv=None) -> int:
     ap.add_argument("--kv", choices=["bf16", "int8"], default="bf16")
     ap.add_argument("--steps", type=int, default=16)
     ap.add_argument("--top", type=int, default=25)
-    ap.add_argument("--prefetch-mb", type=float, default=DEFAULT_HEAD_MB,
-                    help="the L2 prefetch's read-ahead for the second profile (the first has none)")
     ap.add_argument("--json")
     args = ap.parse_args(argv)
     dev = torch.device("cuda")
@@ -50,26 +47,21 @@ def main(argv=None) -> int:
     max_len = args.context + 4 * args.steps + 64
     model = build_model(cfg, dict(hf.state_dict()), torch.bfloat16, dev, max_len, "hf model")
     del hf
-    report = {}
-    for label, pf_mb in (("off", None), (f"{args.prefetch_mb:g} MB", args.prefetch_mb)):
-        llm = LLM(None, kv_dtype=args.kv, device=dev, kv_capacity_tokens=args.batch * (max_len + 16),
-                  max_concurrency=args.batch, max_model_len=max_len, cuda_graphs=False, l2_prefetch_mb=pf_mb,
-                  _model=(cfg, model))
-        fill_random_kv(llm)
-        synthetic_decode(llm, args.batch, args.context, 4)          # compile and warm up
-        with profile(activities=[ProfilerActivity.CUDA]) as prof:
-            synthetic_decode(llm, args.batch, args.context, args.steps, warmup=0)
-        rows = kernel_table(prof, args.steps)
-        total = sum(r["us_per_step"] for r in rows)
-        launches = sum(r["launches_per_step"] for r in rows)
-        print(f"\nL2 prefetch {label}: {args.kv} batch {args.batch} context {args.context}: "
-              f"{launches:.0f} kernels, {total / 1e3:.3f} ms of kernels a step")
-        for r in rows[:args.top]:
-            print(f"{r['us_per_step']:9.1f} us {r['launches_per_step']:6.0f}x  {r['kernel'][:110]}")
-        report[label] = dict(kernels_per_step=launches, kernel_ms_per_step=total / 1e3, kernels=rows)
-        llm.stop()
-        del llm
-        torch.cuda.empty_cache()
+    llm = LLM(None, kv_dtype=args.kv, device=dev, kv_capacity_tokens=args.batch * (max_len + 16),
+              max_concurrency=args.batch, max_model_len=max_len, cuda_graphs=False, _model=(cfg, model))
+    fill_random_kv(llm)
+    synthetic_decode(llm, args.batch, args.context, 4)          # compile and warm up
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        synthetic_decode(llm, args.batch, args.context, args.steps, warmup=0)
+    llm.stop()
+    rows = kernel_table(prof, args.steps)
+    total = sum(r["us_per_step"] for r in rows)
+    launches = sum(r["launches_per_step"] for r in rows)
+    print(f"{args.kv} batch {args.batch} context {args.context}: {launches:.0f} kernels, "
+          f"{total / 1e3:.3f} ms of kernels a step")
+    for r in rows[:args.top]:
+        print(f"{r['us_per_step']:9.1f} us {r['launches_per_step']:6.0f}x  {r['kernel'][:110]}")
+    report = dict(kernels_per_step=launches, kernel_ms_per_step=total / 1e3, kernels=rows)
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump(dict(gpu=torch.cuda.get_device_name(dev), args=vars(args), **report), f, indent=2)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import torch
 
 from engine.model import AttnMeta
+from engine.sampling import argmax_rows
 
 
 class DecodeGraphs:
@@ -50,7 +51,7 @@ class DecodeGraphs:
         lens = (pos + 1).to(torch.int32)          # computed inside the graph: one less copy
         meta = AttnMeta(slot_mapping=slots, decode=True, block_tables=self.tables[:b], seq_lens=lens)
         logits = self.runner.model(ids, pos, meta, self.runner.ops, self.runner.caches)
-        inp[0].copy_(torch.argmax(logits, dim=-1))    # the next step's ids, without the host
+        inp[0].copy_(argmax_rows(logits))    # the next step's ids, without the host
         return logits
 
     def _capture_all(self) -> None:

@@ -12,7 +12,6 @@ from engine.errors import EngineError
 from engine.kv_pool import KVPool, blocks_for
 from engine.model_runner import ModelRunner
 from engine.paged_attention import select_ops
-from engine.prefetch import DEFAULT_HEAD_MB, WeightPrefetch
 from engine.request import RequestHandle
 from engine.sampling import SamplingParams
 from engine.scheduler import Scheduler
@@ -39,8 +38,7 @@ class LLM(SessionStore):
     def __init__(self, model_dir, *, dtype="auto", kv_dtype="auto", device="auto", kv_budget_bytes=None,
                  kv_capacity_tokens=None, block_size=16, prefill_chunk=256, max_concurrency=8,
                  max_pending=64, pending_timeout_s=30.0, spec="none", draft_tokens=7,
-                 max_model_len=None, cuda_graphs=True, attention="auto", compile_ops=None,
-                 l2_prefetch_mb: float | None = None, _model=None):
+                 max_model_len=None, cuda_graphs=True, attention="auto", compile_ops=None, _model=None):
         if spec not in ("none", "ngram"):
             raise ValueError(f"spec must be 'none' or 'ngram', got {spec!r}")
         if not 1 <= int(draft_tokens) <= MAX_DRAFT:
@@ -73,12 +71,6 @@ class LLM(SessionStore):
         self.pool = KVPool(self.config, num_blocks, block_size, self.kv_dtype, self.device)
         self.blocks = BlockManager(num_blocks, block_size)
         self.ops = select_ops(attention)
-        # Decode reads weights into L2 ahead of their projections (engine.prefetch): CUDA only;
-        # l2_prefetch_mb=None turns it off.
-        pf = getattr(self.ops, "prefetch_l2", None)
-        self.model.prefetch = None
-        if l2_prefetch_mb is not None and pf is not None and self.device.type == "cuda":
-            self.model.prefetch = WeightPrefetch(pf, self.device, float(l2_prefetch_mb))
         max_blocks = -(-self.max_model_len // block_size)
         self.runner = ModelRunner(self.model, self.pool, self.ops, max_blocks,
                                   cuda_graphs=cuda_graphs and self.device.type == "cuda",
@@ -181,6 +173,5 @@ class LLM(SessionStore):
                  device=str(self.device), block_size=self.pool.block_size, spec_mode=self.spec,
                  attention=getattr(self.ops, "__name__", type(self.ops).__name__),
                  cuda_graphs=self.runner.graphs is not None, compiled_ops=self.compiled_ops,
-                 l2_prefetch_mb=self.model.prefetch.head_bytes / 1e6 if self.model.prefetch else None,
                  cuda_graph_error=self.runner.graph_error)
         return s

@@ -12,7 +12,6 @@ from torch import nn
 
 from engine import fused
 from engine.config import ModelConfig
-from engine.prefetch import WeightPrefetch
 from engine.rope import cos_sin_table
 
 
@@ -47,19 +46,15 @@ class Attention(nn.Module):
         self.sm_scale = self.d ** -0.5
 
     def forward(self, x, cos, sin, meta: AttnMeta, ops, cache):
-        return self.o(self.attend(self.qkv(x), cos, sin, meta, ops, cache))
-
-    def attend(self, qkv, cos, sin, meta: AttnMeta, ops, cache):
-        """From the qkv projection's output [N, (Hq + 2 Hkv) * D] to the o projection's input."""
-        n = qkv.shape[0]
-        qkv = qkv.view(n, self.h + 2 * self.kvh, self.d)
+        n = x.shape[0]
+        qkv = self.qkv(x).view(n, self.h + 2 * self.kvh, self.d)
         v = qkv[:, self.h + self.kvh:]
         if self.q_norm is not None:
             q = fused.rope(self.q_norm(qkv[:, :self.h]), cos, sin)
             k = fused.rope(self.k_norm(qkv[:, self.h:self.h + self.kvh]), cos, sin)
         kc, vc, ks, vs = cache
         rope_write = getattr(ops, "rope_write_kv", None)
-        if (self.q_norm is None and rope_write is not None and fused.is_compiled() and qkv.is_cuda
+        if (self.q_norm is None and rope_write is not None and fused.is_compiled() and x.is_cuda
                 and (kc.dtype == torch.int8 or kc.dtype == qkv.dtype)):
             # With the compiled elementwise ops on CUDA: RoPE and the KV write in one kernel,
             # computing what the compiled RoPE computes (float32, one rounding).
@@ -78,7 +73,7 @@ class Attention(nn.Module):
         else:
             o = ops.paged_prefill_attention(q.contiguous(), kc, vc, ks, vs, meta.block_table, meta.start_pos,
                                             self.sm_scale)
-        return o.reshape(n, self.h * self.d)
+        return self.o(o.reshape(n, self.h * self.d))
 
 
 class MLP(nn.Module):
@@ -100,26 +95,11 @@ class Block(nn.Module):
         self.mlp_norm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
         self.mlp = MLP(cfg)
 
-    def forward(self, h, residual, cos, sin, meta, ops, cache, next_norm: RMSNorm, prefetch=None, next_weight=None):
-        """h: this block's normed input; returns (next_norm(new residual), new residual).
-
-        prefetch (a WeightPrefetch, decode on CUDA): after each projection is queued, the next
-        one's weight is read into L2 on a side stream while the kernels in between run;
-        next_weight is the projection after this block's last (the next block's qkv)."""
-        attn, mlp = self.attn, self.mlp
-        qkv = attn.qkv(h)
-        if prefetch is not None:
-            prefetch.whole(attn.o.weight)         # behind RoPE, the KV write and attention
-        a = attn.o(attn.attend(qkv, cos, sin, meta, ops, cache))
-        if prefetch is not None:
-            prefetch.head(mlp.gate_up.weight)     # behind the add + norm
+    def forward(self, h, residual, cos, sin, meta, ops, cache, next_norm: RMSNorm):
+        """h: this block's normed input; returns (next_norm(new residual), new residual)."""
+        a = self.attn(h, cos, sin, meta, ops, cache)
         h, residual = fused.add_rms_norm(a, residual, self.mlp_norm.weight, self.mlp_norm.eps)
-        gate_up = mlp.gate_up(h)
-        if prefetch is not None:
-            prefetch.head(mlp.down.weight)        # behind SwiGLU's gate
-        m = mlp.down(fused.silu_mul(gate_up, mlp.inter))
-        if prefetch is not None and next_weight is not None:
-            prefetch.head(next_weight)            # behind the add + next norm
+        m = self.mlp(h)
         return fused.add_rms_norm(m, residual, next_norm.weight, next_norm.eps)
 
 
@@ -134,8 +114,6 @@ class Transformer(nn.Module):
         self.max_positions = max_positions or cfg.max_position_embeddings
         self.rope_cos: torch.Tensor | None = None
         self.rope_sin: torch.Tensor | None = None
-        # L2 prefetch of weights during decode's small kernels (engine.prefetch); None = off.
-        self.prefetch: WeightPrefetch | None = None
 
     def setup_rope(self, device) -> None:
         self.rope_cos, self.rope_sin = cos_sin_table(self.cfg, self.max_positions, device)
@@ -161,13 +139,8 @@ class Transformer(nn.Module):
         # Each residual add is fused with the RMSNorm that follows it (the next block's
         # attn_norm, or the final norm after the last block).
         nexts = [layer.attn_norm for layer in self.layers[1:]] + [self.norm]
-        pf = self.prefetch if meta.decode and residual.is_cuda else None
-        next_weights = [layer.attn.qkv.weight for layer in self.layers[1:]] + [self.lm_head.weight]
-        for layer, cache, next_norm, nw in zip(self.layers, caches, nexts, next_weights):
-            h, residual = layer(h, residual, cos, sin, meta, ops, cache, next_norm, pf, nw)
+        for layer, cache, next_norm in zip(self.layers, caches, nexts):
+            h, residual = layer(h, residual, cos, sin, meta, ops, cache, next_norm)
         if logit_rows is not None:
             h = h[logit_rows]
-        logits = self.lm_head(h).float()
-        if pf is not None:
-            pf.join()
-        return logits
+        return self.lm_head(h).float()

@@ -5,6 +5,7 @@ import torch
 
 from engine.kv_pool import KVPool
 from engine.model import AttnMeta, Transformer
+from engine.sampling import argmax_rows
 from engine.sequence import Sequence
 
 
@@ -73,7 +74,7 @@ class ModelRunner:
                         block_tables=self._t(table, torch.int32), seq_lens=self._t(lens, torch.int32))
         ids_t = self._next_ids if ahead else self._t(ids, torch.int64)
         logits = self.model(ids_t, self._t(pos, torch.int64), meta, self.ops, self.caches)
-        self._next_ids = torch.argmax(logits, dim=-1)
+        self._next_ids = argmax_rows(logits)
         return logits
 
     def read_tokens(self, seqs: list[Sequence]) -> "PendingTokens":

@@ -9,6 +9,7 @@ from safetensors import safe_open
 
 from engine.config import ModelConfig
 from engine.errors import ModelLoadError
+from engine.layout import set_projection_layout
 from engine.model import Transformer
 
 
@@ -80,6 +81,8 @@ def build_model(cfg: ModelConfig, hf: dict[str, torch.Tensor], dtype: torch.dtyp
         raise ModelLoadError(where, f"missing {missing}, unexpected {unexpected}")
     if tied:
         model.lm_head.weight = model.embed.weight
+    if torch.device(device).type == "cuda":
+        set_projection_layout(model, column_major=True)
     model.setup_rope(device)
     return model.eval()
 

@@ -150,12 +150,28 @@ def pick_int8(candidates, gen, report) -> DecodeConfig:
     return min(scores, key=scores.get)
 
 
+def time_candidates(int8: bool, candidates, gen, report) -> None:
+    """Time launch configs side by side at 1K and 32K, batch 1 and 8 (prints; picks nothing)."""
+    cases = [(1024, 1), (1024, 8), (32768, 1), (32768, 8)]
+    for ctx, batch in cases:
+        sets, nbytes = make_case(batch, ctx, int8, gen)
+        line = []
+        for cfg in candidates:
+            us = time_graph(sets, cfg) * 1e3
+            report["candidates"].append({"int8": int8, "ctx": ctx, "batch": batch, "config": config_text(cfg), "us": us})
+            line.append(f"{config_text(cfg)}: {us:6.1f}")
+        print(f"{'int8' if int8 else 'bf16'} {ctx:>5}x{batch}  " + "  ".join(line), flush=True)
+        del sets
+        torch.cuda.empty_cache()
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sweep", action="store_true", help="pick launch configs by timing SWEEP first")
     ap.add_argument("--json", help="write every figure to this file")
     ap.add_argument("--int8-candidates", help="'bn,w,st,split[,e];...': time these int8 configs against "
                     "the bf16 default and use the best for the int8 rows")
+    ap.add_argument("--bf16-candidates", help="'bn,w,st,split[,e];...': time these bf16 configs side by side")
     ap.add_argument("--pick", help="write the picked int8 config ('bn,w,st,split[,e]') to this file")
     args = ap.parse_args(argv)
     if not torch.cuda.is_available():
@@ -165,13 +181,15 @@ def main(argv=None) -> int:
     props = torch.cuda.get_device_properties(0)
     copy_gbs = copy_bandwidth()
     report = {"gpu": props.name, "torch": torch.__version__, "triton": triton.__version__,
-              "copy_GBps": copy_gbs, "sweep": [], "cases": [], "int8_candidates": []}
+              "copy_GBps": copy_gbs, "sweep": [], "cases": [], "int8_candidates": [], "candidates": []}
     print(f"{props.name}  torch {torch.__version__}  triton {triton.__version__}")
     print(f"device-to-device copy: {copy_gbs:.0f} GB/s (read + write)")
     configs = dict(DEFAULT_CONFIGS)
     if args.sweep:
         for int8 in (False, True):
             configs[int8] = sweep(int8, gen, report)
+    if args.bf16_candidates:
+        time_candidates(False, [parse_config(c) for c in args.bf16_candidates.split(";")], gen, report)
     if args.int8_candidates:
         configs[True] = pick_int8([parse_config(c) for c in args.int8_candidates.split(";")], gen, report)
         print(f"picked int8 config {config_text(configs[True])}")

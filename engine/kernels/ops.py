@@ -24,7 +24,7 @@ ENV_BACKEND = "ENGINE_KERNELS"
 BACKENDS = ("torch", "triton")
 # Every file whose bytes decide what the ops compute; kernel_build_id hashes them in order.
 KERNEL_SOURCES = ("checks.py", "errors.py", "ops.py", "reference.py", "triton_decode.py",
-                  "triton_kv_write.py", "triton_prefetch.py")
+                  "triton_kv_write.py")
 
 
 @functools.lru_cache(maxsize=1)
@@ -90,14 +90,6 @@ def paged_decode_attention(q, k_cache, v_cache, k_scale, v_scale, block_tables, 
                                              seq_lens, sm_scale)
     return reference.paged_decode_attention_ref(q, k_cache, v_cache, k_scale, v_scale,
                                                 block_tables, seq_lens, sm_scale)
-
-
-def prefetch_l2(t: torch.Tensor, nbytes: int | None = None) -> None:
-    """Read t's first nbytes (all by default) into the GPU's L2 on the current stream; does
-    nothing off CUDA (there is no cache to fill worth a pass over the bytes)."""
-    if t.is_cuda and backend(t.device) == "triton":
-        from engine.kernels.triton_prefetch import prefetch_l2_triton
-        prefetch_l2_triton(t, nbytes)
 
 
 def paged_prefill_attention(q, k_cache, v_cache, k_scale, v_scale, block_table, start_pos: int,

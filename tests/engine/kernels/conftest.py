@@ -22,7 +22,7 @@ if not HAS_CUDA:
     import importlib
     import sys
 
-    for _name in ("engine.kernels.triton_decode", "engine.kernels.triton_kv_write", "engine.kernels.triton_prefetch"):
+    for _name in ("engine.kernels.triton_decode", "engine.kernels.triton_kv_write"):
         # Reload if something imported it earlier: its kernels were then built for a GPU.
         _mod = sys.modules.get(_name)
         importlib.reload(_mod) if _mod is not None else importlib.import_module(_name)

@@ -1,7 +1,6 @@
 """The OpenAI-compatible routes against a live server, through the official openai client."""
 import json
 
-import httpx
 import openai
 import pytest
 

@@ -1,0 +1,33 @@
+"""Projection weights stored column-major ([in, out] in memory) on CUDA.
+
+A checkpoint stores a linear layer's weight as [out, in], rows contiguous, and F.linear then
+asks cuBLAS for x @ W^T. With the same weight stored transposed, the product is x @ Wt over a
+contiguous [in, out] matrix, for which cuBLAS picks other kernels: on an H200, every
+projection of the 8B config at 1 and 8 rows ran faster that way, 1-4% (`python -m
+engine.bench_projections`, docs/perf/engine.md). The parameter keeps its logical [out, in]
+shape, so nothing else changes; only its strides do. A weight shared with the embedding
+(tied lm_head) stays as it is: the embedding looks up rows."""
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+
+def set_projection_layout(model: nn.Module, column_major: bool) -> None:
+    """Re-lay every nn.Linear weight of model (one at a time, so the peak is one extra copy).
+
+    Call it before an engine captures CUDA graphs over the model (engine.weights.build_model
+    does, on CUDA): a captured graph keeps reading the tensors it was captured with."""
+    embed = getattr(model, "embed", None)
+    shared = embed.weight.data_ptr() if embed is not None else None
+    for mod in model.modules():
+        if not isinstance(mod, nn.Linear) or mod.weight.data_ptr() == shared:
+            continue
+        w = mod.weight.data
+        new = w.t().contiguous().t() if column_major else w.contiguous()
+        if new.data_ptr() != w.data_ptr():
+            mod.weight = nn.Parameter(new, requires_grad=False)
+
+
+def is_column_major(w: torch.Tensor) -> bool:
+    return w.dim() == 2 and w.stride(0) == 1 and w.stride(1) == w.shape[0]

@@ -1,0 +1,43 @@
+"""Column-major projection weights (engine.layout) change strides and nothing the model computes."""
+from __future__ import annotations
+
+import torch
+
+from engine.layout import is_column_major, set_projection_layout
+from engine.llm import LLM
+from engine.sampling import SamplingParams
+
+
+def _tokens(llm, prompts):
+    params = SamplingParams(max_new_tokens=16, ignore_eos=True)
+    with llm:
+        return [llm.generate(p, params).token_ids for p in prompts]
+
+
+def test_same_tokens_and_shapes_in_either_layout(tiny_dir, device):
+    # Eager decode: a CUDA graph keeps the weight tensors it was captured with, so a layout
+    # change after capture would leave it reading freed memory (see engine.layout).
+    llm = LLM(tiny_dir, device=device, dtype="float32", kv_capacity_tokens=1024, max_concurrency=2,
+              cuda_graphs=False)
+    model = llm.model
+    prompts = [[1, 2, 3, 4, 5], list(range(10, 40))]
+    set_projection_layout(model, column_major=False)
+    qkv = model.layers[0].attn.qkv.weight
+    assert qkv.is_contiguous() and not is_column_major(qkv)
+    row = _tokens(llm, prompts)
+    x = torch.randn(3, qkv.shape[1], device=qkv.device)
+    y_row = torch.nn.functional.linear(x, qkv)
+
+    set_projection_layout(model, column_major=True)
+    qkv = model.layers[0].attn.qkv.weight
+    assert is_column_major(qkv) and tuple(qkv.shape) == tuple(y_row.shape[1:]) + (x.shape[1],)
+    assert all(is_column_major(m.weight) for m in (model.layers[-1].mlp.down, model.layers[0].attn.o))
+    if model.cfg.tie_word_embeddings:            # the embedding's rows are looked up: left alone
+        assert model.lm_head.weight is model.embed.weight and model.embed.weight.is_contiguous()
+    else:
+        assert is_column_major(model.lm_head.weight)
+    torch.testing.assert_close(torch.nn.functional.linear(x, qkv), y_row, rtol=1e-5, atol=1e-5)
+    assert _tokens(llm, prompts) == row
+
+    set_projection_layout(model, column_major=True)              # idempotent: no copy
+    assert model.layers[0].attn.qkv.weight.data_ptr() == qkv.data_ptr()
