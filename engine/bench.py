@@ -125,6 +125,19 @@ def weight_bytes(model) -> int:
     return total
 
 
+def decode_row(llm: LLM, label: str, kv: str, batch: int, ctx: int, steps: int, wbytes: int, bw: float) -> dict:
+    """One table row: synthetic_decode's step time, with the bytes a step must move (weights
+    read once, every sequence's KV) over it and over the graph replayed alone, against bw."""
+    llm.last_replay_s = None
+    dt = synthetic_decode(llm, batch, ctx, steps)
+    pool = llm.pool
+    byts = wbytes + batch * ctx * llm.config.kv_bytes_per_token(pool.k.element_size(), 4 if pool.quantized else 0)
+    rep = llm.last_replay_s
+    return dict(engine=label, kv=kv, batch=batch, context=ctx, spec="none", tok_s=batch / dt, step_ms=dt * 1e3,
+                bw_fraction=byts / dt / bw, graph_ms=rep * 1e3 if rep else None,
+                graph_bw_fraction=byts / rep / bw if rep else None, cuda_graphs=llm.runner.graphs is not None)
+
+
 def hf_generate_tok_s(model, ctx: int, new: int, device) -> float:
     ids = torch.randint(0, model.config.vocab_size, (1, ctx), device=device)
     kw = dict(do_sample=False, pad_token_id=0, eos_token_id=None)
@@ -168,53 +181,30 @@ def main(argv=None) -> int:
     model = build_model(cfg, dict(hf.state_dict()), torch.bfloat16, dev, max_len, "hf model")
     wbytes = weight_bytes(model)
     rows = []
-    # The same decode step with the elementwise ops left unfused, for the record.
-    fused.disable_compile()
     small_len = min(contexts) + args.steps + 64
-    llm = LLM(None, kv_dtype="bf16", device=dev, kv_capacity_tokens=small_len + 16, max_concurrency=1,
-              max_model_len=small_len, compile_ops=False, _model=(cfg, model))
-    fill_random_kv(llm)
-    dt = synthetic_decode(llm, 1, min(contexts), args.steps)
-    kv_tok = cfg.kv_bytes_per_token(2)
-    rows.append(dict(engine="assay-unfused", kv="bf16", batch=1, context=min(contexts), spec="none", tok_s=1 / dt,
-                     step_ms=dt * 1e3, bw_fraction=(wbytes + min(contexts) * kv_tok) / dt / bw,
-                     cuda_graphs=llm.runner.graphs is not None))
-    llm.stop()
-    del llm
-    # And with the compiled ops but the checkpoint's row-major projection weights (engine.layout).
-    if dev.type == "cuda":
-        set_projection_layout(model, column_major=False)
+    # The same batch-1 step with the elementwise ops left unfused, then (CUDA) with the compiled
+    # ops but the checkpoint's row-major projection weights (engine.layout), for the record.
+    cuda = dev.type == "cuda"
+    variants = [("assay-unfused", False, cuda)] + ([("assay-row-major", None, False)] if cuda else [])
+    for label, compile_ops, column_major in variants:
+        if compile_ops is False:
+            fused.disable_compile()
+        set_projection_layout(model, column_major)
         llm = LLM(None, kv_dtype="bf16", device=dev, kv_capacity_tokens=small_len + 16, max_concurrency=1,
-                  max_model_len=small_len, _model=(cfg, model))
+                  max_model_len=small_len, compile_ops=compile_ops, _model=(cfg, model))
         fill_random_kv(llm)
-        llm.last_replay_s = None
-        dt = synthetic_decode(llm, 1, min(contexts), args.steps)
-        rep = llm.last_replay_s
-        byts = wbytes + min(contexts) * kv_tok
-        rows.append(dict(engine="assay-row-major", kv="bf16", batch=1, context=min(contexts), spec="none",
-                         tok_s=1 / dt, step_ms=dt * 1e3, bw_fraction=byts / dt / bw,
-                         graph_ms=rep * 1e3 if rep else None, graph_bw_fraction=byts / rep / bw if rep else None,
-                         cuda_graphs=llm.runner.graphs is not None))
+        rows.append(decode_row(llm, label, "bf16", 1, min(contexts), args.steps, wbytes, bw))
         llm.stop()
         del llm
-        set_projection_layout(model, column_major=True)
+    set_projection_layout(model, cuda)
     for kv in ("bf16", "int8"):
         cap = max(batches) * (max_len + 16)
         llm = LLM(None, kv_dtype=kv, device=dev, kv_capacity_tokens=cap, max_concurrency=max(batches),
                   max_model_len=max_len, prefill_chunk=1024, _model=(cfg, model))
         fill_random_kv(llm)
-        kv_tok = cfg.kv_bytes_per_token(llm.pool.k.element_size(), 4 if kv == "int8" else 0)
         for ctx in contexts:
             for b in batches:
-                llm.last_replay_s = None
-                dt = synthetic_decode(llm, b, ctx, args.steps)
-                byts = wbytes + b * ctx * kv_tok
-                rep = llm.last_replay_s
-                rows.append(dict(engine="assay", kv=kv, batch=b, context=ctx, spec="none",
-                                 tok_s=b / dt, step_ms=dt * 1e3, bw_fraction=byts / dt / bw,
-                                 graph_ms=rep * 1e3 if rep else None,
-                                 graph_bw_fraction=byts / rep / bw if rep else None,
-                                 cuda_graphs=llm.runner.graphs is not None))
+                rows.append(decode_row(llm, "assay", kv, b, ctx, args.steps, wbytes, bw))
         if kv == "bf16":
             rows += spec_rows(llm, cfg, min(contexts), args.steps, dev)
         compiled = llm.compiled_ops

@@ -1,34 +1,18 @@
 """Ed25519 release keys: generation with safe file modes, loading, key ids."""
 from __future__ import annotations
 
-import os
 import stat
-import tempfile
 from pathlib import Path
 
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
+from releases.atomic import write_atomic
 from releases.canonical import sha256_hex
 from releases.errors import KeyFileError
 
 PRIVATE_NAME = "release.key.pem"
 PUBLIC_NAME = "release.pub.pem"
-
-
-def _write_atomic(path: Path, data: bytes, mode: int) -> None:
-    # The temp file is created 0600 by mkstemp, so the key is never world-readable, even briefly.
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def public_pem(public_key: Ed25519PublicKey) -> bytes:
@@ -50,12 +34,12 @@ def ensure_local_key(directory: str | Path) -> tuple[Path, bool]:
         key = load_private_key(private_path)
         public_path = directory / PUBLIC_NAME
         if not public_path.exists():
-            _write_atomic(public_path, public_pem(key.public_key()), 0o644)
+            write_atomic(public_path, public_pem(key.public_key()), 0o644)
         return private_path, False
     key = Ed25519PrivateKey.generate()
     pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
-    _write_atomic(private_path, pem, 0o600)
-    _write_atomic(directory / PUBLIC_NAME, public_pem(key.public_key()), 0o644)
+    write_atomic(private_path, pem, 0o600)
+    write_atomic(directory / PUBLIC_NAME, public_pem(key.public_key()), 0o644)
     return private_path, True
 
 

@@ -3,13 +3,13 @@ from __future__ import annotations
 
 import os
 import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
 from releases import dsse
+from releases.atomic import write_atomic
 from releases.canonical import canonical_json, file_sha256, load_json_bytes, sha256_hex
 from releases.errors import ImmutableRelease, RecordError
 from releases.keys import key_id, public_pem
@@ -26,20 +26,10 @@ SBOM_SUFFIX = {"spdx-2.3": ".spdx.json", "cyclonedx-1.5": ".cdx.json"}
 
 
 def write_bytes(path: str | Path, data: bytes) -> str:
-    """Write via a temp file in the same directory and rename, so no reader sees half a file."""
+    """Write atomically (releases.atomic), creating the parent directory; returns the sha256."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_atomic(path, data)
     return sha256_hex(data)
 
 

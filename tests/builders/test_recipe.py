@@ -7,6 +7,7 @@ from builders.compare import compare
 from builders.errors import BuilderError, BuildFailed
 from builders.recipe import build
 from hosts.local import LocalHost
+from releases import keys, receipts
 from releases.canonical import canonical_json, file_sha256
 from releases.schema import validate
 from builders.snapshot import export_source, freeze
@@ -56,8 +57,6 @@ def test_build_records_are_provenance_and_show_what_varied(built_fixture):
 
 
 def test_build_record_signs_as_a_slsa_receipt(built_fixture):
-    receipts = pytest.importorskip("releases.receipts")
-    keys = pytest.importorskip("releases.keys")
     key_path, _ = keys.ensure_local_key(built_fixture.root / "keys")
     env = receipts.sign_receipt("build", built_fixture.a.subjects, built_fixture.a.record,
                                 keys.load_private_key(key_path))

@@ -3,11 +3,11 @@ from __future__ import annotations
 
 import pytest
 import torch
+import transformers
 
 from engine.llm import LLM
 from tests.engine.helpers import PROMPTS, engine_logits, greedy
 
-transformers = pytest.importorskip("transformers")
 
 LOGIT_ATOL = 1e-4        # fp32 engine vs fp32 transformers, max abs difference
 INT8_LOGIT_RTOL = 0.03   # int8 KV vs fp32 transformers: max abs diff / max |logit|
