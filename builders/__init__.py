@@ -5,7 +5,6 @@
     recipe.build / build_twice -> BuildResult  wheel + sdist on a Host, SLSA v1 provenance
     compare.compare                            reproducibility record, every difference named
     sbom.write_sboms                           SPDX 2.3 and CycloneDX 1.5 JSON
-    sums.sums_bytes / write_sums               SHA256SUMS (format from releases.sums)
     drift.check_drift                          nightly: rebuilt vs published bytes
 
 No Prefect here; imports only hosts/ and releases/.

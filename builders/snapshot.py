@@ -5,10 +5,11 @@ commit time as SOURCE_DATE_EPOCH. The working tree only matters when REF is the 
 commit: then changes under the subdir make the source dirty, which is refused unless
 allow_dirty, and then recorded with a digest of the files actually built.
 
-release_version is the package version for a clean commit (the version is expected to be
-bumped per release). A dirty source is not unique per commit, so it gets a PEP 440 local
-label: `<version>+g<commit 12 hex>.dirty.<dirty_digest 12 hex>` (joined with `.` when the
-version already has a local label).
+release_version follows `version_label`: "commit" (assay.toml's default) labels a clean candidate
+`<version>+g<commit 12 hex>`, so that every commit is a release of its own; "package" (this
+function's default) keeps the package version as it is (the version is then bumped per release). A dirty source is not unique
+per commit, so it always gets a PEP 440 local label: `<version>+g<commit 12 hex>.dirty.<dirty_digest
+12 hex>`. A version that already has a local label is joined with `.`.
 """
 from __future__ import annotations
 
@@ -29,8 +30,11 @@ from releases.schema import validate
 CANDIDATE_SCHEMA = "assay/candidate/v1"
 
 
+VERSION_LABELS = ("commit", "package")
+
+
 def freeze(repo_dir: str | Path, ref: str = "HEAD", subdir: str = "engine",
-           allow_dirty: bool = False) -> dict:
+           allow_dirty: bool = False, version_label: str = "package") -> dict:
     """Return the candidate record for REF's SUBDIR in the repository at REPO_DIR."""
     root = Path(git_text(repo_dir, "rev-parse", "--show-toplevel"))
     sub = _clean_subdir(subdir)
@@ -47,10 +51,9 @@ def freeze(repo_dir: str | Path, ref: str = "HEAD", subdir: str = "engine",
         raise DirtySource(root.name, sub or ".", dirty_files)
     dirty_digest = _tree_digest(root, sub) if dirty_files else None
 
-    release_version = package["version"]
-    if dirty_digest is not None:
-        sep = "." if "+" in release_version else "+"
-        release_version = f"{release_version}{sep}g{commit[:12]}.dirty.{dirty_digest[:12]}"
+    if version_label not in VERSION_LABELS:
+        raise SnapshotError(f"version_label {version_label!r} is not one of {', '.join(VERSION_LABELS)}")
+    release_version = _release_version(package["version"], commit, dirty_digest, version_label)
     record = {
         "candidate_schema": CANDIDATE_SCHEMA,
         "source": {"name": root.name, "subdir": sub or ".", "ref": ref},
@@ -64,6 +67,15 @@ def freeze(repo_dir: str | Path, ref: str = "HEAD", subdir: str = "engine",
     }
     validate("candidate", record, "candidate")
     return record
+
+
+def _release_version(version: str, commit: str, dirty_digest: str | None, version_label: str) -> str:
+    sep = "." if "+" in version else "+"
+    if dirty_digest is not None:
+        return f"{version}{sep}g{commit[:12]}.dirty.{dirty_digest[:12]}"
+    if version_label == "commit" and "+" not in version:
+        return f"{version}+g{commit[:12]}"
+    return version
 
 
 def as_ref(candidate: dict) -> dict:

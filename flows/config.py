@@ -62,6 +62,11 @@ class Config:
         return self.raw["release"]["subdir"]
 
     @property
+    def version_label(self) -> str:
+        """How a clean candidate's release version is labelled (builders.snapshot.freeze)."""
+        return self.raw["release"].get("version_label", "commit")
+
+    @property
     def approvers(self) -> list[str]:
         return list(self.raw["release"]["approvers"])
 

@@ -5,60 +5,45 @@ from __future__ import annotations
 
 import json
 
-from prefect import flow, get_run_logger, task
+from prefect import flow, task
 from prefect.artifacts import create_markdown_artifact
 from prefect.runtime import flow_run
 
-from builders import drift, recipe, snapshot
+from builders import drift
+from flows import steps
 from flows.config import Config, load_config
-from flows.hostmap import host_for
-from flows.stores import open_store
+from flows.errors import NoPublishedRelease, ReproducibilityDrift
+from flows.stores import open_store, store_location
+from flows.summaries import drift_md
 from flows.workspace import Workspace
 from releases.publish import latest_published
 
 
-class ReproducibilityDrift(Exception):
-    """A rebuild of a published candidate no longer gives the published bytes."""
-
-
 @task(name="read the latest published release")
 def latest_release(cfg: Config, ws: Workspace) -> dict:
+    """The latest published version's candidate, SHA256SUMS and artifacts, fetched from the store."""
     store = open_store(cfg)
     version = latest_published(store)
     if version is None:
-        raise LookupError(f"the store {cfg.store.get('path') or cfg.store.get('bucket')} holds no published release yet")
-    candidate = json.loads(store.read_bytes(f"{version}/candidate.json"))
-    sums = store.read_bytes(f"{version}/SHA256SUMS").decode()
+        raise NoPublishedRelease(f"the store {store_location(store, '')} holds no published release yet")
     published = ws.root / "published"
     for key in store.list(f"{version}/artifacts/"):
         store.get_file(key, published / key.rsplit("/", 1)[-1])
-    return {"version": version, "candidate": candidate, "sums": sums, "artifacts": str(published)}
-
-
-@task(name="rebuild twice from the frozen commit")
-def rebuild(cfg: Config, ws: Workspace, candidate: dict):
-    log = get_run_logger()
-    snapshot.export_source(cfg.source, candidate, ws.source)
-    host_a, host_b = (host_for(cfg, name) for name in cfg.build_hosts)
-    return recipe.build_twice(host_a, host_b, candidate, ws.source, ws.build_root(cfg.build_hosts),
-                              timeout=cfg.build_timeout_s, local_dir=ws.root / "artifacts",
-                              python_a=cfg.build_pythons[0], python_b=cfg.build_pythons[1],
-                              progress=lambda label, stream, text: log.info("build %s: %s", label, text.rstrip()))
+    return {"version": version, "candidate": json.loads(store.read_bytes(f"{version}/candidate.json")),
+            "sums": store.read_bytes(f"{version}/SHA256SUMS").decode(), "artifacts": str(published)}
 
 
 @task(name="compare with the published sums")
 def compare_published(release: dict, builds) -> dict:
+    """Both rebuilds against the published SHA256SUMS, member by member where they drift."""
     a, b = builds
     report = drift.check_drift(a.artifacts[0].parent, b.artifacts[0].parent, release["sums"], release["candidate"],
                                release["version"], published_artifacts=release["artifacts"])
-    lines = [f"### Nightly reproducibility of {release['version']}: {'DRIFT' if report['drift'] else 'no drift'}", "",
-             "| file | status | detail |", "|---|---|---|"]
-    for f in report["files"]:
-        lines.append(f"| {f['name']} | {f['status']} | {f['detail']} |")
-        lines += [f"| ↳ {d['member'] or '(file)'} | {d['kind']} | {d['detail']} |" for d in f['differences'][:20]]
-    create_markdown_artifact(key="nightly-reproducibility", markdown="\n".join(lines), description="Drift report")
+    create_markdown_artifact(key="nightly-reproducibility", markdown=drift_md(release["version"], report),
+                             description="Drift report")
     if report["drift"]:
-        raise ReproducibilityDrift(f"rebuilding {release['version']} no longer gives its published bytes; see the report")
+        raise ReproducibilityDrift(f"rebuilding {release['version']} no longer gives its published bytes; "
+                                   "see the nightly-reproducibility artifact")
     return report
 
 
@@ -67,5 +52,5 @@ def nightly_reproducibility(config: str | None = None) -> dict:
     cfg = load_config(config)
     ws = Workspace.for_run(cfg, f"nightly-{flow_run.get_id() or 'local'}")
     release = latest_release(cfg, ws)
-    builds = rebuild(cfg, ws, release["candidate"])
+    builds = steps.build_twice(cfg, ws, release["candidate"], stage=False)
     return compare_published(release, builds)

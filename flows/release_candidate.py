@@ -1,7 +1,7 @@
 """release-candidate: one commit of the engine's source to a verified, approved, published release.
 
 freeze -> build twice -> compare -> package -> qualify each lane -> compose (ready) -> verify
--> approval gate (pause for a typed Approval) -> publish write-once."""
+-> approval gate (pause for a typed Approval) -> record the decision -> publish write-once."""
 
 from __future__ import annotations
 
@@ -12,21 +12,14 @@ from prefect import flow, get_run_logger
 from prefect.exceptions import FlowPauseTimeout
 from prefect.runtime import flow_run
 
+from flows import steps
 from flows.approval import wait_for_approval
 from flows.config import load_config
-from flows.release_tasks import compose_manifest, publish, record_approval, summary_markdown
+from flows.errors import ReleaseRejected
 from flows.stores import open_store
-from flows.tasks import build_twice, compare_builds, freeze_candidate, package_release, qualify_lane, verify_staged, wheel_of
+from flows.summaries import manifest_md
 from flows.workspace import Workspace
 from releases.errors import PublishRefused
-
-
-class ReleaseRejected(Exception):
-    """The approver rejected the candidate: the run fails and nothing is published."""
-
-
-def _load_waivers(paths: list[str]) -> list[dict]:
-    return [json.loads(Path(p).read_text()) for p in paths]
 
 
 @flow(name="release-candidate", log_prints=True)
@@ -40,34 +33,32 @@ def release_candidate(config: str | None = None, ref: str = "HEAD", allow_dirty:
     cfg = load_config(config)
     run_id = str(flow_run.get_id() or "local")
     ws = Workspace.for_run(cfg, run_id)
-    waiver_records = _load_waivers(waivers or [])
+    waiver_records = [json.loads(Path(p).read_text()) for p in waivers or []]
 
-    candidate = freeze_candidate(cfg, ws, ref, allow_dirty)
+    candidate = steps.freeze_candidate(cfg, ws, ref, allow_dirty)
     version = candidate["release_version"]
     if open_store(cfg).exists(f"{version}/manifest.json"):
-        raise PublishRefused(f"release {version} is already published; a published release is never replaced")
-    builds = build_twice(cfg, ws, candidate)
-    compare_builds(cfg, ws, candidate, builds, waiver_records)
-    packaged = package_release(cfg, ws, candidate, builds)
-    wheel = wheel_of(builds[0])
+        raise PublishRefused(f"release {version} is already published; a published release is never replaced",
+                             key=f"{version}/manifest.json")
+    builds = steps.build_twice(cfg, ws, candidate)
+    steps.compare_builds(cfg, ws, candidate, builds, waiver_records)
+    steps.package_release(cfg, ws, candidate, builds)
     for lane in cfg.lanes:
-        qualify_lane(cfg, ws, candidate, lane, wheel)
-    manifest = compose_manifest(cfg, ws, candidate, packaged, waiver_records)
-    verify_staged(ws, require_ready=True)
+        steps.qualify_lane(cfg, ws, candidate, lane, steps.wheel_of(builds[0]), run_id)
+    manifest = steps.compose_release(cfg, ws, waiver_records)
+    steps.verify_staged(cfg, ws)
 
     log.info("Release %s is ready and waits for approval (approvers: %s)", version, ", ".join(cfg.approvers))
-
-    def refused(decision) -> None:
-        log.warning("Refused a %s from %r: not listed in [release].approvers; waiting again",
-                    decision.decision, decision.approver)
-
     try:
-        decision = wait_for_approval(summary_markdown(manifest), approval_timeout_s or cfg.approval_timeout_s,
-                                     cfg.approval_poll_s, cfg.approvers, on_refused=refused)
+        decision = wait_for_approval(manifest_md(manifest), approval_timeout_s or cfg.approval_timeout_s,
+                                     cfg.approval_poll_s, cfg.approvers,
+                                     on_refused=lambda d: log.warning(
+                                         "Refused a %s from %r: not listed in [release].approvers; waiting again",
+                                         d.decision, d.approver))
     except FlowPauseTimeout:
         raise FlowPauseTimeout(f"no approval for {version} within the timeout; nothing was published") from None
-    approval = record_approval(cfg, ws, manifest, decision.model_dump(include={"decision", "approver", "reason",
-                                                                                "acknowledged_waivers"}), run_id)
-    if approval["record"]["decision"] != "approve":
-        raise ReleaseRejected(f"{approval['record']['approver']} rejected {version}: {approval['record']['reason']}")
-    return publish(cfg, ws, manifest, approval)
+    approval = steps.record_approval(cfg, ws, decision.model_dump(
+        include={"decision", "approver", "reason", "acknowledged_waivers"}), run_id)
+    if approval["decision"] != "approve":
+        raise ReleaseRejected(f"{approval['approver']} rejected {version}: {approval['reason']}")
+    return steps.publish_release(cfg, ws)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -44,3 +45,6 @@ class Workspace:
     def summary(self) -> Path:
         """What make run and the tests read back: the published version and where it went."""
         return self.root / "result.json"
+
+    def write_summary(self, version: str, location: str) -> None:
+        self.summary.write_text(json.dumps({"version": version, "location": location}))

@@ -4,7 +4,6 @@ The result is the lane record (docs/INTERFACES.md)."""
 
 from __future__ import annotations
 
-import os
 import posixpath
 import re
 from pathlib import Path
@@ -30,10 +29,11 @@ def _phases(kind: str, host, wheel: Path, workdir: str, base_python: str, versio
 
 def run_lane(host, lane: str, kind: str, candidate: dict, version: str, wheel: Path, *, workdir: str,
              base_python: str, lease_path: str, model: str | None = None, progress: Progress | None = None,
-             state_dir: Path | None = None) -> dict:
-    """Run lane `lane` of kind `kind` for `candidate` (a candidate ref) on `host`; return its record."""
+             state_dir: Path | None = None, run_id: str | None = None) -> dict:
+    """Run lane `lane` of kind `kind` for `candidate` (a candidate ref) on `host`; return its record.
+    `run_id` names the lease holder (default: the lane and the candidate)."""
     say = progress or (lambda message: None)
-    run_id = os.environ.get("PREFECT__FLOW_RUN_ID", f"lane-{lane}-{candidate['id'][:12]}")
+    run_id = run_id or f"lane-{lane}-{candidate['id'][:12]}"
     remote_work = posixpath.join(workdir, "window")
     state_file = (state_dir or Path(workdir)) / f"phases-{lane}.json"
     outcomes: list[PhaseOutcome] = []

@@ -157,6 +157,11 @@ class Lease:
             self._sh(f"grep -q {self.token} {shlex.quote(self.file)} && rm -rf {shlex.quote(self.path)}; exit 0")
             self.holder = None
 
+    def abandon(self) -> None:
+        """Stop the heartbeat and keep the lease file, as a holder that died would: the lease goes
+        stale and the next holder may break it (the breaking rule)."""
+        self._stop.set()
+
     def __enter__(self) -> "Lease":
         return self.acquire()
 

@@ -14,6 +14,13 @@ def candidate_ref(candidate: dict) -> dict:
     return {"id": digest(candidate), "commit": candidate["commit"], "tree": candidate["tree"]}
 
 
+def candidate_subject(candidate: dict) -> dict:
+    """The in-toto subject a `candidate` receipt speaks about: `<source>@<commit>:<subdir>`, whose
+    digest is the candidate id."""
+    name = f"{candidate['source']['name']}@{candidate['commit']}:{candidate['source']['subdir']}"
+    return {"name": name, "digest": {"sha256": candidate_ref(candidate)["id"]}}
+
+
 def record_candidate(kind: str, record: dict) -> Any:
     """The candidate reference a record of `kind` names (build provenance keeps it deeper)."""
     if kind == "candidate":

@@ -1,6 +1,8 @@
 """Receipts: in-toto Statement v1 in a DSSE envelope, predicate validated by kind."""
 from __future__ import annotations
 
+import re
+
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
 from releases import dsse
@@ -16,6 +18,24 @@ PREDICATE_TYPES = {
     for kind in RECEIPT_KINDS
 }
 _KIND_OF = {uri: kind for kind, uri in PREDICATE_TYPES.items()}
+
+
+_LABEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}(/[A-Za-z0-9][A-Za-z0-9._-]{0,63}){0,3}$")
+
+
+def check_kind_label(kind: str, label: str | None) -> None:
+    """Refuse (RecordError) a receipt kind without a predicate type, or a malformed label: the
+    shapes defs.schema.json calls receipt_kind and receipt_label."""
+    if kind not in PREDICATE_TYPES:
+        raise RecordError(f"unknown receipt kind {kind!r}; known: {', '.join(sorted(PREDICATE_TYPES))}", where=kind)
+    if label is not None and not (isinstance(label, str) and _LABEL.match(label)):
+        raise RecordError(f"receipt label {label!r} is not up to four labels joined by '/' "
+                          "(each [A-Za-z0-9][A-Za-z0-9._-]{0,63})", where=kind)
+
+
+def subject(name: str, sha256: str) -> dict:
+    """One in-toto subject: a name and its sha256."""
+    return {"name": name, "digest": {"sha256": sha256}}
 
 
 def statement(kind: str, subjects: list[dict], predicate: dict) -> dict:

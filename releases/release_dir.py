@@ -14,6 +14,7 @@ from releases.canonical import canonical_json, file_sha256, load_json_bytes, sha
 from releases.errors import ImmutableRelease, RecordError
 from releases.keys import key_id, public_pem
 from releases.manifest import load_manifest, manifest_bytes
+from releases.receipts import check_kind_label
 from releases.schema import validate
 from releases.sums import SUMS_NAME, compute_sums, format_sums
 
@@ -48,7 +49,10 @@ def read_json(path: str | Path, kind: str | None = None) -> Any:
 
 
 def receipt_path(kind: str, label: str | None = None) -> str:
-    return f"receipts/{kind}-{label}.dsse.json" if label else f"receipts/{kind}.dsse.json"
+    """receipts/<kind>.dsse.json, or receipts/<kind>/<label>.dsse.json: a folder per kind, so that
+    neither a kind nor a label containing '-' (verdict-abba, cpu-reference) can be misread, and a
+    label's '/' segments (cpu-reference/context) become folders."""
+    return f"receipts/{kind}/{label}.dsse.json" if label else f"receipts/{kind}.dsse.json"
 
 
 class ReleaseDir:
@@ -91,8 +95,9 @@ class ReleaseDir:
         return {"path": SUMS_NAME, "sha256": write_bytes(self.root / SUMS_NAME, format_sums(compute_sums(self.root)))}
 
     def add_receipt(self, kind: str, envelope: dict, label: str | None = None) -> dict:
-        validate("envelope", envelope, receipt_path(kind, label))
+        check_kind_label(kind, label)
         rel = receipt_path(kind, label)
+        validate("envelope", envelope, rel)
         return {"kind": kind, "label": label, "path": rel, "sha256": write_json(self.root / rel, envelope)}
 
     def add_ledger(self, record: dict) -> dict:

@@ -43,7 +43,7 @@ def pytest_runtest_setup(item):
 def testbed(tmp_path_factory):
     """Two sshd containers on 127.0.0.1 ports; yields the path of their inventory."""
     require_docker()
-    from hosts.testbed import bed
+    from tests.testbed import bed
 
     bed_id = "t" + uuid.uuid4().hex[:8]
     inventory = tmp_path_factory.mktemp("testbed") / "hosts.toml"

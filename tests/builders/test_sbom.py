@@ -71,8 +71,8 @@ def test_a_different_wheel_gets_a_different_identity(built_fixture, tmp_path):
 
 
 def test_sboms_and_sums_fit_the_release_directory(built_fixture, tmp_path):
-    from builders.sums import sums_bytes
     from releases.release_dir import ReleaseDir
+    from tests.builders.test_sums_drift import sums_bytes
 
     rd = ReleaseDir(tmp_path / "release")
     for path in built_fixture.a.artifacts:
@@ -81,5 +81,5 @@ def test_sboms_and_sums_fit_the_release_directory(built_fixture, tmp_path):
     for fmt, path in sboms.items():
         rd.add_sbom(path, fmt)
     rd.write_sums()
-    # builders.sums names files exactly as the release directory does.
+    # The release directory names files as artifacts/<name> and sbom/<name>.
     assert (tmp_path / "release" / "SHA256SUMS").read_bytes() == sums_bytes(built_fixture.a.artifacts, sboms.values())

@@ -120,3 +120,11 @@ def test_tree_id_of_an_export_equals_git_tree(tmp_path):
     (repo / "pkg" / "extra.txt").write_text("dirty\n")
     d = freeze(repo, subdir="pkg", allow_dirty=True)
     assert files_digest(export_source(repo, d, tmp_path / "exp2")) == d["dirty_digest"]
+
+
+def test_version_label_commit_names_the_commit_and_an_unknown_rule_is_refused(fixture_repo):
+    c = freeze(fixture_repo, subdir="pkg", version_label="commit")
+    assert c["release_version"] == f"1.2.3+g{c['commit'][:12]}"
+    assert freeze(fixture_repo, subdir="pkg", version_label="package")["release_version"] == "1.2.3"
+    with pytest.raises(SnapshotError, match="version_label 'date'"):
+        freeze(fixture_repo, subdir="pkg", version_label="date")

@@ -5,10 +5,16 @@ import pytest
 
 from builders.drift import check_drift
 from builders.errors import BuilderError
-from builders.sums import sums_bytes
 from releases.canonical import file_sha256
 from releases.errors import RecordError
-from releases.sums import parse_sums
+from releases.sums import format_sums, parse_sums
+
+
+def sums_bytes(artifacts, sboms=()):
+    """SHA256SUMS as a release directory writes it (releases.sums names the layout)."""
+    entries = {f"artifacts/{p.name}": file_sha256(p) for p in artifacts}
+    entries.update({f"sbom/{p.name}": file_sha256(p) for p in sboms})
+    return format_sums(entries)
 
 
 def published_sums(built):

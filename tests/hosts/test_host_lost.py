@@ -8,7 +8,7 @@ import pytest
 
 from hosts import HostLost
 from hosts.inventory import load_inventory
-from hosts.testbed import bed
+from tests.testbed import bed
 
 pytestmark = pytest.mark.docker
 

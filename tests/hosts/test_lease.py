@@ -21,7 +21,7 @@ def _plant(host, path, *, pid, holder_host=None, age=1000):
     """A lease left behind by a holder: acquired, its heartbeat stopped, its mtime backdated."""
     lease = Lease(host, path, run_id="left-behind", pid=pid, holder_host=holder_host,
                   stale_after=60, heartbeat_interval=30).acquire()
-    lease._stop.set()
+    lease.abandon()
     host.run(f"touch -d @$(( $(date +%s) - {age} )) {lease.file}").check()
     return lease
 

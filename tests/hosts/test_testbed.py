@@ -7,7 +7,7 @@ import docker
 import pytest
 
 from hosts.inventory import load_inventory
-from hosts.testbed import image
+from tests.testbed import image
 
 
 def test_mirror_from_deb822_and_one_line_sources(tmp_path):
@@ -37,7 +37,7 @@ def test_up_and_down_command(testbed, tmp_path, monkeypatch):
     bed = "cli" + uuid.uuid4().hex[:6]
     inv = tmp_path / "bed" / "hosts.toml"
     try:
-        up = subprocess.run([sys.executable, "-m", "hosts.testbed", "up", "--count", "1", "--inventory", str(inv),
+        up = subprocess.run([sys.executable, "-m", "tests.testbed", "up", "--count", "1", "--inventory", str(inv),
                              "--bed", bed], capture_output=True, text=True, timeout=180)
         assert up.returncode == 0, up.stderr
         entry = load_inventory(inv).entry("tb0")
@@ -47,7 +47,7 @@ def test_up_and_down_command(testbed, tmp_path, monkeypatch):
         assert [p["HostIp"] for p in ports] == ["127.0.0.1"]
         assert load_inventory(inv).connect("tb0").run(["whoami"]).stdout == "root\n"
     finally:
-        down = subprocess.run([sys.executable, "-m", "hosts.testbed", "down", "--bed", bed],
+        down = subprocess.run([sys.executable, "-m", "tests.testbed", "down", "--bed", bed],
                               capture_output=True, text=True, timeout=120)
     assert down.returncode == 0 and "removed 1" in down.stdout
     assert client.containers.list(all=True, filters={"label": f"assay.testbed.bed={bed}"}) == []

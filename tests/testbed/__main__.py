@@ -1,16 +1,16 @@
-"""python -m hosts.testbed up --count N --inventory OUT.toml | down"""
+"""python -m tests.testbed up --count N --inventory OUT.toml | down"""
 from __future__ import annotations
 
 import argparse
 import sys
 from pathlib import Path
 
-from hosts.testbed import bed
-from hosts.testbed.image import TestbedError
+from tests.testbed import bed
+from tests.testbed.image import TestbedError
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m hosts.testbed")
+    parser = argparse.ArgumentParser(prog="python -m tests.testbed")
     sub = parser.add_subparsers(dest="command", required=True)
     p_up = sub.add_parser("up", help="start sshd containers and write an inventory")
     p_up.add_argument("--count", type=int, default=2)

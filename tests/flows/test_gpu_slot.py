@@ -5,13 +5,14 @@ import time
 
 import pytest
 
-from hosts.concurrency import gpu_concurrency_slot, limit_name
+from flows.errors import GpuSlotUnnamed
+from flows.gpu_slot import gpu_concurrency_slot, limit_name
 from tests.prefect_fixtures import prefect_api  # noqa: F401  (session fixture: a real server)
 
 
 def test_limit_name():
     assert limit_name("H200", "Node_1") == "gpu-h200-node-1"
-    with pytest.raises(ValueError, match="kind"):
+    with pytest.raises(GpuSlotUnnamed, match="kind"):
         limit_name("", "x")
 
 

@@ -1,0 +1,157 @@
+"""The steps a candidate walks, in the order it walks them. Each task calls one library function,
+stages what it produced through the ReleaseStager (releases/stage.py) and shows one artifact;
+the release, nightly and qualify flows share the build and the lane steps."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from prefect import get_run_logger, task
+from prefect.artifacts import create_link_artifact, create_markdown_artifact, create_table_artifact
+
+from builders import compare, recipe, sbom, snapshot
+from flows import summaries
+from flows.config import Config, Lane
+from flows.errors import LaneFailed, NotReproducible, StagedReleaseInvalid
+from flows.gpu_slot import gpu_slot
+from flows.hostmap import host_for
+from flows.stores import open_store, store_location
+from flows.workspace import Workspace
+from gates.lane import run_lane
+from releases.candidate import candidate_ref
+from releases.receipts import subject
+from releases.stage import ReleaseStager
+
+
+def stager(cfg: Config, ws: Workspace) -> ReleaseStager:
+    """The run's release, signed with the local release key (created 0600 on first use)."""
+    staged, created = ReleaseStager.open(ws.root, cfg.keys_dir)
+    if created:
+        get_run_logger().info("Created a release signing key (Ed25519, mode 0600) in %s", cfg.keys_dir)
+    return staged
+
+
+def wheel_of(build) -> Path:
+    return next(p for p in build.artifacts if p.suffix == ".whl")
+
+
+def _artifact_key(name: str) -> str:
+    """Prefect artifact keys are lower-case letters, digits and dashes."""
+    return "".join(c if c.isalnum() else "-" for c in name.lower())[:60]
+
+
+@task(name="freeze candidate")
+def freeze_candidate(cfg: Config, ws: Workspace, ref: str, allow_dirty: bool) -> dict:
+    """Freeze REF's engine subdirectory into the candidate record and stage it."""
+    record = snapshot.freeze(cfg.source, ref=ref, subdir=cfg.subdir, allow_dirty=allow_dirty,
+                             version_label=cfg.version_label)
+    cand_ref = stager(cfg, ws).add_candidate(record)
+    create_markdown_artifact(key="candidate", markdown=summaries.candidate_md(record, cand_ref),
+                             description="The frozen candidate")
+    return record
+
+
+@task(name="build twice")
+def build_twice(cfg: Config, ws: Workspace, candidate: dict, stage: bool = True):
+    """Export the candidate's source and build it on both build hosts; stage the build receipts."""
+    log = get_run_logger()
+    snapshot.export_source(cfg.source, candidate, ws.source)
+    host_a, host_b = (host_for(cfg, name) for name in cfg.build_hosts)
+    builds = recipe.build_twice(host_a, host_b, candidate, ws.source, ws.build_root(cfg.build_hosts),
+                                timeout=cfg.build_timeout_s, local_dir=ws.root / "artifacts",
+                                python_a=cfg.build_pythons[0], python_b=cfg.build_pythons[1],
+                                progress=lambda label, stream, text: log.info("build %s: %s", label, text.rstrip()))
+    if stage:
+        staged = stager(cfg, ws)
+        for build in builds:
+            staged.add_receipt("build", build.subjects, build.record, label=build.label)
+    create_table_artifact(key="builds", table=summaries.builds_table(builds), description="Both builds' artifacts")
+    return builds
+
+
+@task(name="compare builds")
+def compare_builds(cfg: Config, ws: Workspace, candidate: dict, builds, waivers: list[dict]) -> dict:
+    """Compare build a with build b member by member; stage the reproducibility receipt."""
+    a, b = builds
+    record = compare.compare(a.artifacts[0].parent, b.artifacts[0].parent, candidate, waivers=waivers)
+    subjects = [subject(f["name"], f["a_sha256"]) for f in record["files"] if f["a_sha256"]]
+    stager(cfg, ws).add_receipt("reproducibility", subjects, record)
+    create_markdown_artifact(key="reproducibility", markdown=summaries.reproducibility_md(record),
+                             description="Build a vs build b")
+    if record["verdict"] == "not_reproducible":
+        raise NotReproducible(f"the two builds differ in {record['difference_count']} place(s) and no waiver "
+                              "names them; see the reproducibility artifact")
+    return record
+
+
+@task(name="package artifacts, SBOMs and sums")
+def package_release(cfg: Config, ws: Workspace, candidate: dict, builds) -> None:
+    """Stage build a's artifacts, both SBOMs of the wheel and SHA256SUMS."""
+    staged = stager(cfg, ws)
+    entries = [staged.add_artifact(p, "wheel" if p.suffix == ".whl" else "sdist") for p in builds[0].artifacts]
+    for fmt, path in sbom.write_sboms(wheel_of(builds[0]), candidate, ws.root / "sbom").items():
+        entries.append(staged.add_sbom(path, fmt))
+    staged.write_sums()
+    create_table_artifact(key="artifacts", table=summaries.assets_table(entries), description="Release assets")
+
+
+@task(name="qualify lane")
+def qualify_lane(cfg: Config, ws: Workspace, candidate: dict, lane: Lane, wheel: Path, run_id: str,
+                 stage: bool = True) -> dict:
+    """Run one lane window on the lane's host (its GPU slot held); stage the lane receipt."""
+    log = get_run_logger()
+    host = host_for(cfg, lane.host)
+    with gpu_slot(lane.gpu, lane.host):
+        record = run_lane(host, lane.name, lane.kind, candidate_ref(candidate), candidate["package"]["version"], wheel,
+                          workdir=str(ws.lane(lane.name)), base_python=cfg.lane_python(lane),
+                          lease_path=cfg.lease_path(lane), model=lane.model, state_dir=ws.lane(lane.name),
+                          run_id=run_id, progress=lambda line: log.info("lane %s: %s", lane.name, line))
+    if stage:
+        stager(cfg, ws).add_receipt("lane", [subject(record["artifact"]["name"], record["artifact"]["sha256"])],
+                                    record, label=lane.name)
+    create_table_artifact(key=f"lane-{_artifact_key(lane.name)}", table=summaries.lane_table(record),
+                          description=f"Lane {lane.name}: {record['verdict']}")
+    if record["verdict"] != "pass":
+        raise LaneFailed(summaries.lane_failure(record))
+    return record
+
+
+@task(name="compose manifest")
+def compose_release(cfg: Config, ws: Workspace, waivers: list[dict]) -> dict:
+    """draft -> candidate -> ready over everything staged, binding the ledger and the waivers."""
+    manifest = stager(cfg, ws).compose(waivers=waivers)
+    create_markdown_artifact(key="manifest", markdown=summaries.manifest_md(manifest), description="The ready manifest")
+    return manifest
+
+
+@task(name="verify release directory")
+def verify_staged(cfg: Config, ws: Workspace) -> None:
+    """`assay verify --require-ready` on the staged directory, against the release key."""
+    report = stager(cfg, ws).verify(require_ready=True)
+    create_markdown_artifact(key="verify", markdown=summaries.verify_md(report),
+                             description="assay verify --require-ready on the staged release")
+    if not report.ok:
+        raise StagedReleaseInvalid(f"the staged release does not verify: {summaries.verify_failure(report)}")
+
+
+@task(name="record approval")
+def record_approval(cfg: Config, ws: Workspace, decision: dict, run_id: str) -> dict:
+    """Check the approver and the acknowledged waivers and sign the decision (approve or reject)."""
+    approval = stager(cfg, ws).record_approval(decision, allowed_approvers=cfg.approvers, flow_run_id=run_id)
+    create_markdown_artifact(key="approval", markdown=summaries.approval_md(approval.record),
+                             description="The approval decision")
+    return approval.record
+
+
+@task(name="publish release")
+def publish_release(cfg: Config, ws: Workspace) -> dict:
+    """Upload the approved release write-once: assets first, manifest last, verified after."""
+    log = get_run_logger()
+    store = open_store(cfg)
+    result = stager(cfg, ws).publish(store, progress=lambda key, done, total: log.info("uploaded %d/%d: %s",
+                                                                                        done, total, key))
+    location = store_location(store, result.version)
+    ws.write_summary(result.version, location)
+    create_link_artifact(key="published", link=location if location.startswith("s3://") else Path(location).as_uri(),
+                         description=f"Published release {result.version}")
+    return {"version": result.version, "location": location}

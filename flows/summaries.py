@@ -1,0 +1,83 @@
+"""What each step shows in the Prefect UI: one Markdown or table artifact per record, rendered here
+so that the steps read as calls and the rendering can be tested without a Prefect server."""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+
+def cell(value: object) -> str:
+    """A table cell: pipes and newlines would break the Markdown row."""
+    return str(value).replace("|", "\\|").replace("\n", " ")
+
+
+def candidate_md(record: dict, ref: dict) -> str:
+    rows = [("commit", f"`{record['commit']}`"), (f"tree ({record['source']['subdir']})", f"`{record['tree']}`"),
+            ("source date", record["source_date_epoch"]), ("dirty", record["dirty"]), ("id", f"`{ref['id']}`")]
+    return (f"### Candidate {record['release_version']}\n\n| field | value |\n|---|---|\n"
+            + "".join(f"| {k} | {cell(v)} |\n" for k, v in rows))
+
+
+def builds_table(builds) -> list[dict]:
+    return [{"build": b.label, "artifact": s["name"], "sha256": s["digest"]["sha256"]} for b in builds for s in b.subjects]
+
+
+def reproducibility_md(record: dict) -> str:
+    lines = [f"### Reproducibility: {record['verdict']}\n", "| file | identical | differences |", "|---|---|---|"]
+    for f in record["files"]:
+        diffs = "; ".join(f"{d['member'] or '(file)'}: {d['kind']} ({d['detail']})" for d in f["differences"][:20])
+        lines.append(f"| {cell(f['name'])} | {f['identical']} | {cell(diffs) or '-'} |")
+    return "\n".join(lines)
+
+
+def assets_table(entries: Iterable[dict]) -> list[dict]:
+    return [{"path": e["path"], "sha256": e["sha256"]} for e in entries]
+
+
+def lane_table(record: dict) -> list[dict]:
+    return [{"phase": p["name"], "status": p["status"], "seconds": p["facts"].get("seconds"),
+             "reason": p["facts"].get("reason", "")} for p in record["phases"]]
+
+
+def lane_failure(record: dict) -> str:
+    """One sentence naming every phase that did not pass and why."""
+    bad = [f"{p['name']}: {p['facts'].get('reason', p['status'])}" for p in record["phases"]
+           if p["status"] not in ("pass", "skipped")]
+    return f"lane {record['lane']} verdict {record['verdict']}: " + "; ".join(bad)
+
+
+def manifest_md(manifest: dict) -> str:
+    """The approval summary: identity, every receipt with its kind and label, assets, waivers."""
+    cand = manifest["candidate"]
+    lines = [f"## Release {manifest['version']} — {manifest['state']}", "",
+             f"Candidate `{cand['commit']}` (tree `{cand['tree'][:12]}`, id `{cand['id'][:16]}`)", "",
+             "| receipt | label | sha256 |", "|---|---|---|"]
+    lines += [f"| {r['kind']} | {cell(r['label'] or '')} | `{r['sha256'][:16]}` |" for r in manifest.get("receipts", [])]
+    lines += ["", "| asset | sha256 |", "|---|---|"]
+    lines += [f"| {a['path']} | `{a['sha256'][:16]}` |" for a in manifest.get("artifacts", []) + manifest.get("sboms", [])]
+    waivers = manifest.get("waivers", [])
+    lines += ["", f"Waivers bound: {', '.join(w['id'] for w in waivers) if waivers else 'none'}"]
+    return "\n".join(lines)
+
+
+def verify_md(report) -> str:
+    return (f"### verify: {'OK' if report.ok else 'FAILED'}\n\n"
+            + "\n".join(f"- `{f.file}` {f.field}: {cell(f.message)}" for f in report.failures))
+
+
+def verify_failure(report) -> str:
+    return "; ".join(f"{f.file} {f.field}: {f.message}" for f in report.failures[:10])
+
+
+def approval_md(record: dict) -> str:
+    return (f"### {record['decision']} by {record['approver']}\n\n{record['reason']}\n\n"
+            f"binds manifest `{record['manifest_sha256'][:16]}`")
+
+
+def drift_md(version: str, report: dict) -> str:
+    lines = [f"### Nightly reproducibility of {version}: {'DRIFT' if report['drift'] else 'no drift'}", "",
+             "| file | status | detail |", "|---|---|---|"]
+    for f in report["files"]:
+        lines.append(f"| {cell(f['name'])} | {f['status']} | {cell(f['detail'])} |")
+        lines += [f"| ↳ {cell(d['member'] or '(file)')} | {d['kind']} | {cell(d['detail'])} |" for d in f["differences"][:20]]
+    return "\n".join(lines)

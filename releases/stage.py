@@ -1,0 +1,201 @@
+"""The release as one object: everything a candidate's release directory receives goes through here.
+
+A ReleaseStager owns one staging workspace: the release directory being written (`release/`) and
+an index of what has been added to it (`staged.json`, outside the release directory so that the
+directory stays closed over its manifest). It loads the signing key once, signs receipts of any
+kind, keeps the manifest entries it returned (so nothing is ever rediscovered by globbing file
+names), composes the ready manifest, records the approval and publishes.
+
+Every step is idempotent per (kind, label): a retried task replaces its entry instead of adding a
+second one, and a new process (a resumed run) picks the index up where the last one left it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+
+from releases import approval as approval_mod
+from releases import keys, manifest as mf, receipts
+from releases.atomic import write_atomic
+from releases.candidate import candidate_ref, candidate_subject, require_candidate
+from releases.canonical import canonical_json, file_sha256, load_json_bytes
+from releases.clock import utc_now
+from releases.errors import RecordError
+from releases.ledger import add_entry, build_ledger
+from releases.publish import PublishResult, publish_release
+from releases.release_dir import CANDIDATE, MANIFEST, ReleaseDir
+from releases.verify import VerificationReport, verify_release
+from releases.waivers import bind_waiver
+
+INDEX = "staged.json"
+RELEASE = "release"
+
+
+@dataclass(frozen=True)
+class Approval:
+    """A signed decision: the record, its envelope, and the published manifest when approved."""
+
+    record: dict
+    envelope: dict
+    manifest: dict | None
+
+
+class ReleaseStager:
+    """Stage one candidate's release under `workspace` (see the module docstring)."""
+
+    def __init__(self, workspace: str | Path, private_key: Ed25519PrivateKey) -> None:
+        self.workspace = Path(workspace)
+        self.dir = ReleaseDir(self.workspace / RELEASE)
+        self._key = private_key
+        self._index_path = self.workspace / INDEX
+        self._index = self._load_index()
+
+    @classmethod
+    def open(cls, workspace: str | Path, keys_dir: str | Path) -> tuple["ReleaseStager", bool]:
+        """A stager signing with the local release key in `keys_dir` (created 0600 when absent);
+        returns (stager, created)."""
+        path, created = keys.ensure_local_key(keys_dir)
+        return cls(workspace, keys.load_private_key(path)), created
+
+    # -- what has been staged -------------------------------------------------------------------
+
+    @property
+    def root(self) -> Path:
+        return self.dir.root
+
+    @property
+    def public_key(self) -> Ed25519PublicKey:
+        return self._key.public_key()
+
+    @property
+    def candidate(self) -> dict:
+        """The frozen candidate record (RecordError before add_candidate)."""
+        if "candidate" not in self._index:
+            raise RecordError("no candidate has been staged yet", where=str(self._index_path.name))
+        return load_json_bytes((self.root / CANDIDATE).read_bytes(), where=CANDIDATE)
+
+    @property
+    def receipts(self) -> list[dict]:
+        """The manifest entries of every receipt staged so far, in the order they were added."""
+        return [dict(e) for e in self._index["receipts"]]
+
+    def _load_index(self) -> dict[str, Any]:
+        if self._index_path.exists():
+            return load_json_bytes(self._index_path.read_bytes(), where=INDEX)
+        return {"receipts": [], "artifacts": [], "sboms": []}
+
+    def _save(self) -> None:
+        self.workspace.mkdir(parents=True, exist_ok=True)
+        write_atomic(self._index_path, canonical_json(self._index))
+
+    def _keep(self, list_name: str, entry: dict, same: Callable[[dict], bool]) -> dict:
+        self._index[list_name] = [e for e in self._index[list_name] if not same(e)] + [entry]
+        self._save()
+        return entry
+
+    # -- adding ---------------------------------------------------------------------------------
+
+    def add_candidate(self, record: dict) -> dict:
+        """candidate.json and its signed `candidate` receipt; returns the candidate ref."""
+        ref = candidate_ref(record)
+        self.dir.add_candidate(record)
+        self._index["candidate"] = ref
+        self.add_receipt("candidate", [candidate_subject(record)], record)
+        return ref
+
+    def add_receipt(self, kind: str, subjects: list[dict], predicate: dict, label: str | None = None) -> dict:
+        """Sign a receipt of any known kind with the release key and stage it."""
+        envelope = receipts.sign_receipt(kind, subjects, predicate, self._key)
+        return self._stage_envelope(kind, envelope, label)
+
+    def add_signed_receipt(self, kind: str, envelope: dict, label: str | None = None,
+                           signer: Ed25519PublicKey | None = None) -> dict:
+        """Stage a receipt signed elsewhere (a lane's), after opening it with `signer` (default: the
+        release key) and checking that it is a `kind` receipt about this candidate."""
+        where = f"{kind}{'/' + label if label else ''}"
+        _, predicate = receipts.open_receipt(envelope, signer or self.public_key, expected_kind=kind, where=where)
+        require_candidate(kind, predicate, self._index.get("candidate") or {}, where=where)
+        return self._stage_envelope(kind, envelope, label)
+
+    def _stage_envelope(self, kind: str, envelope: dict, label: str | None) -> dict:
+        entry = self.dir.add_receipt(kind, envelope, label=label)
+        return self._keep("receipts", entry, lambda e: (e["kind"], e["label"]) == (kind, label))
+
+    def add_artifact(self, src: str | Path, kind: str) -> dict:
+        entry = self.dir.add_artifact(src, kind)
+        return self._keep("artifacts", entry, lambda e: e["path"] == entry["path"])
+
+    def add_sbom(self, src: str | Path, fmt: str) -> dict:
+        entry = self.dir.add_sbom(src, fmt)
+        return self._keep("sboms", entry, lambda e: e["path"] == entry["path"])
+
+    def write_sums(self) -> dict:
+        """SHA256SUMS over the staged artifacts and SBOMs."""
+        self._index["sums"] = self.dir.write_sums()
+        self._save()
+        return self._index["sums"]
+
+    # -- composing, approving, publishing -------------------------------------------------------
+
+    def compose(self, *, waivers: Iterable[dict] = (), ledger: dict | None = None) -> dict:
+        """draft -> candidate -> ready over everything staged; binds the ledger and the waivers.
+        Without a ledger, the pipeline's own: one `accept` entry per receipt, role `pipeline`."""
+        ref = self._index.get("candidate")
+        if ref is None:
+            raise RecordError("compose needs a staged candidate", where=INDEX)
+        staged = self.receipts
+        if ledger is None:
+            ledger = build_ledger(ref)
+            for r in staged:
+                ledger = add_entry(ledger, id=_entry_id(r), subject_sha256=r["sha256"], decision="accept",
+                                   role="pipeline", at=utc_now())
+        waiver_entries = [self.dir.add_waiver(bind_waiver(w, ref)) for w in waivers]
+        manifest = mf.new_manifest(self.candidate["release_version"], ref)
+        manifest = mf.transition(manifest, "candidate",
+                                 candidate_record={"path": CANDIDATE, "sha256": file_sha256(self.root / CANDIDATE)},
+                                 public_key=self.dir.add_public_key(self.public_key), receipts=staged)
+        manifest = mf.transition(manifest, "ready", artifacts=self._index["artifacts"], sboms=self._index["sboms"],
+                                 sums=self._index.get("sums") or self.write_sums(),
+                                 ledger=self.dir.add_ledger(ledger), waivers=waiver_entries)
+        self.dir.write_manifest(manifest, self._key)
+        return manifest
+
+    def manifest(self) -> dict:
+        """The manifest as written last (ready after compose, published after an approval)."""
+        return mf.load_manifest((self.root / MANIFEST).read_bytes())
+
+    def verify(self, *, require_ready: bool = True, private_markers: Iterable[str] = ()) -> VerificationReport:
+        """Verify the staged directory against this stager's own public key."""
+        return verify_release(self.root, public_key=self.public_key, require_ready=require_ready,
+                              private_markers=private_markers)
+
+    def record_approval(self, decision: dict, *, allowed_approvers: Iterable[str], flow_run_id: str) -> Approval:
+        """Sign the decision over the ready manifest; an approval also moves the manifest to
+        published (in the staged directory: nothing is uploaded until publish)."""
+        ready = self.manifest()
+        record = approval_mod.build_approval(
+            ready, decision=decision["decision"], approver=decision["approver"], allowed_approvers=allowed_approvers,
+            reason=decision["reason"], acknowledged_waivers=decision.get("acknowledged_waivers", []),
+            flow_run_id=flow_run_id)
+        envelope = receipts.sign_receipt("approval", approval_mod.approval_subjects(record), record, self._key)
+        if record["decision"] != "approve":
+            return Approval(record, envelope, None)
+        entry = self.dir.add_approval(envelope, record, record["manifest_sha256"])
+        published = mf.transition(ready, "published", approval=entry)
+        self.dir.write_manifest(published, self._key)
+        return Approval(record, envelope, published)
+
+    def publish(self, store, progress: Callable[[str, int, int], None] | None = None) -> PublishResult:
+        """Upload the published directory write-once: assets first, manifest last, verified after."""
+        published = self.manifest()
+        return publish_release(self.root, store, published["version"], progress=progress,
+                               public_key=self.public_key)
+
+
+def _entry_id(entry: dict) -> str:
+    """A ledger entry id for a receipt entry: kind and label, '/' folded to '.' (ids are labels)."""
+    label = (entry["label"] or "").replace("/", ".")
+    return f"{entry['kind']}-{label}" if label else entry["kind"]
