@@ -1,7 +1,9 @@
-"""Whole-file writes: a temp file in the same directory, fsynced, then renamed over the target."""
+"""Whole-file writes and copies: a temp file in the same directory, fsynced, then renamed over the
+target, so that no reader ever sees half a file."""
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -18,6 +20,22 @@ def write_atomic(path: str | Path, data: bytes, mode: int = 0o644) -> None:
             os.fsync(fh.fileno())
         os.chmod(tmp, mode)
         os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def copy_atomic(src: str | Path, dest: str | Path, mode: int = 0o644) -> None:
+    """Copy SRC to DEST without holding it in memory; DEST appears whole or not at all."""
+    dest = Path(dest)
+    fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.")
+    try:
+        with os.fdopen(fd, "wb") as out, open(src, "rb") as inp:
+            shutil.copyfileobj(inp, out, 1 << 20)
+            out.flush()
+            os.fsync(out.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, dest)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise

@@ -1,15 +1,13 @@
 """Write a release directory (layout in docs/INTERFACES.md): atomic, canonical, validated files."""
 from __future__ import annotations
 
-import os
-import shutil
 from pathlib import Path
 from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
 from releases import dsse
-from releases.atomic import write_atomic
+from releases.atomic import copy_atomic, write_atomic
 from releases.canonical import canonical_json, file_sha256, load_json_bytes, sha256_hex
 from releases.errors import ImmutableRelease, RecordError
 from releases.keys import key_id, public_pem
@@ -65,9 +63,7 @@ class ReleaseDir:
     def _copy(self, src: str | Path, rel: str) -> dict:
         dest = self.root / rel
         dest.parent.mkdir(parents=True, exist_ok=True)
-        tmp = dest.with_name(f".{dest.name}.tmp")
-        shutil.copyfile(src, tmp)
-        os.replace(tmp, dest)
+        copy_atomic(src, dest)
         return {"path": rel, "sha256": file_sha256(dest), "size": dest.stat().st_size}
 
     def add_candidate(self, record: dict) -> dict:
