@@ -8,8 +8,8 @@ import sys
 # Subcommand -> module exposing add_arguments(parser) and main(args) -> int. Imported lazily
 # so that `generate` never pays for the server's or the GGUF importer's imports.
 SUBCOMMANDS = {
-    "make-tiny-model": ("engine.cli_tiny", "write a deterministic tiny random model directory"),
-    "generate": ("engine.cli_generate", "generate from a prompt with the engine"),
+    "make-tiny-model": ("engine.cli.make_tiny_model", "write a deterministic tiny random model directory"),
+    "generate": ("engine.cli.generate", "generate from a prompt with the engine"),
     "serve": ("engine.server.cli", "serve the OpenAI-compatible HTTP API"),
     "import-gguf": ("engine.gguf_import.cli", "convert a GGUF file into a model directory"),
 }

@@ -30,12 +30,12 @@ class Ours:
     name = "engine"
 
     def __init__(self, model_dir: Path):
-        from engine.llm import LLM
+        from engine.runtime.llm import LLM
         self.llm = LLM(str(model_dir), dtype="float32", device="cpu", kv_capacity_tokens=4096,
                        max_model_len=2048, max_concurrency=1, pending_timeout_s=600.0)
 
     def greedy(self, ids: list[int], n: int) -> list[int]:
-        from engine.sampling import SamplingParams
+        from engine.runtime.sampling import SamplingParams
         return self.llm.generate(ids, SamplingParams(max_new_tokens=n, ignore_eos=True), timeout=600).token_ids
 
     def close(self):
@@ -120,7 +120,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     import torch
     torch.set_num_threads(args.threads)
-    from engine.chat import render_chat
+    from engine.model.chat import render_chat
     from tests.engine.gguf.prompts import CHAT_QUESTIONS, RAW_TEXTS, chat_messages
 
     model_dir, gguf = MODELS / pins.MODEL_DIR, MODELS / pins.GGUF_FILE

@@ -2,7 +2,8 @@
 
 Triton runs when it imports and the tensors are on CUDA (or TRITON_INTERPRET=1, the test
 mode that interprets kernels on the CPU); otherwise the references in reference.py run.
-ENGINE_KERNELS=torch|triton|auto forces a choice. The Triton kernel modules are imported on
+ENGINE_KERNELS=torch|triton|auto forces a choice (a caller's own choice, such as
+LLM(attention=...), comes first); backend() is the one place that decides. The Triton kernel modules are imported on
 first use, so that TRITON_INTERPRET set before that point still takes effect.
 """
 
@@ -41,11 +42,18 @@ def _interpreting() -> bool:
     return os.environ.get("TRITON_INTERPRET", "0").strip().lower() in ("1", "true", "on", "yes")
 
 
-def backend(device: torch.device | str | None = None) -> str:
-    """'triton' or 'torch': what the ops use for tensors on ``device`` (default: cuda if present)."""
-    forced = os.environ.get(ENV_BACKEND, "auto").strip().lower() or "auto"
+def backend(device: torch.device | str | None = None, prefer: str | None = None) -> str:
+    """'triton' or 'torch': what the ops use for tensors on ``device`` (default: cuda if present).
+
+    The engine's one backend selector. ``prefer`` (auto|torch|triton) is a caller's choice,
+    such as LLM(attention=...); None or "auto" defers to ENGINE_KERNELS, then to the device.
+    """
+    forced = (prefer or "auto").strip().lower()
+    source = "attention" if forced != "auto" else ENV_BACKEND
+    if forced == "auto":
+        forced = os.environ.get(ENV_BACKEND, "auto").strip().lower() or "auto"
     if forced not in BACKENDS + ("auto",):
-        raise KernelBackendUnavailable(f"{ENV_BACKEND}={forced!r}: expected torch, triton or auto")
+        raise KernelBackendUnavailable(f"{source}={forced!r}: expected torch, triton or auto")
     if forced == "torch":
         return "torch"
     if device is None:
@@ -55,8 +63,36 @@ def backend(device: torch.device | str | None = None) -> str:
     if forced == "triton" and not runnable:
         why = "Triton does not import" if triton_version() is None else \
             f"tensors on {dev.type} need CUDA or TRITON_INTERPRET=1"
-        raise KernelBackendUnavailable(f"{ENV_BACKEND}=triton but {why}")
+        raise KernelBackendUnavailable(f"{source}=triton but {why}")
     return "triton" if runnable else "torch"
+
+
+class KernelOps:
+    """The ops bound to one backend, chosen once (an engine's per-layer calls skip the choice).
+
+    Same names and signatures as this module's functions; ``name`` is the backend."""
+
+    def __init__(self, name: str):
+        if name not in BACKENDS:
+            raise KernelBackendUnavailable(f"unknown kernel backend {name!r}: expected torch or triton")
+        self.name = name
+        if name == "triton":
+            from engine.kernels.triton_decode import paged_decode_attention_triton
+            from engine.kernels.triton_kv_write import rope_write_kv_triton, write_kv_triton
+            self.write_kv, self.rope_write_kv = write_kv_triton, rope_write_kv_triton
+            self.paged_decode_attention = paged_decode_attention_triton
+        else:
+            self.write_kv, self.rope_write_kv = reference.write_kv_ref, reference.rope_write_kv_ref
+            self.paged_decode_attention = reference.paged_decode_attention_ref
+        self.paged_prefill_attention = reference.paged_prefill_attention_ref
+
+    def kernel_build_id(self) -> str:
+        return kernel_build_id()
+
+
+def select(device: torch.device | str | None = None, prefer: str | None = None) -> KernelOps:
+    """KernelOps for tensors on ``device``, on the backend that backend(device, prefer) names."""
+    return KernelOps(backend(device, prefer))
 
 
 def write_kv(k, v, k_cache, v_cache, k_scale, v_scale, slot_mapping) -> None:

@@ -33,7 +33,7 @@ def _interpreting() -> bool:
 
 @dataclass(frozen=True)
 class DecodeConfig:
-    """Launch parameters; chosen per cache dtype, never per batch (see bench_kernels.py)."""
+    """Launch parameters; chosen per cache dtype, never per batch (see engine/benchmarks/kernels.py)."""
     block_n: int = 64
     num_warps: int = 4
     num_stages: int = 2
@@ -46,8 +46,8 @@ class DecodeConfig:
 
 
 # Keyed by "cache is int8"; measured on an H200 (8B shape), figures in docs/perf/kernels.md.
-# bf16: bench_kernels.py --sweep's pick (best summed relative time at 1K and 32K, batch 1).
-# int8: the best of bench_kernels.py --int8-candidates (int8 / bf16 time at 32K, batch 1 and 8,
+# bf16: engine.benchmarks.kernels --sweep's pick (best summed relative time at 1K and 32K, batch 1).
+# int8: the best of engine.benchmarks.kernels --int8-candidates (int8 / bf16 time at 32K, batch 1 and 8,
 # plus a quarter of it at 1K). Its split is twice bf16's: at batch 1 the time follows the number
 # of splits more than the bytes, and int8 moves half the bytes a token. Still a fixed token count.
 DEFAULT_CONFIGS = {

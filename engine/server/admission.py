@@ -48,7 +48,7 @@ def weights_bytes(model_dir: str | Path) -> int:
 
 def kv_bytes_per_token(model_dir: str | Path, kv_dtype: str, dtype: str) -> int:
     """Key + value bytes (and quantisation scales) one token occupies across all layers."""
-    from engine.config import ModelConfig
+    from engine.model.config import ModelConfig
     cfg = ModelConfig.from_dir(model_dir)
     if kv_dtype == "auto":
         # The engine keeps KV in the compute dtype, which "auto" takes from the checkpoint.

@@ -44,7 +44,7 @@ def build_state(profile: Profile) -> ServerState:
         raise
     except ValueError as e:
         raise StartupError(str(e)) from None
-    from engine.llm import LLM
+    from engine.runtime.llm import LLM
     try:
         llm = LLM(str(model_dir), dtype=p["dtype"], kv_dtype=p["kv_dtype"],
                   device=decision.device, kv_capacity_tokens=decision.kv_capacity_tokens,

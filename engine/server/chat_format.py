@@ -22,7 +22,7 @@ def fallback_template(messages: list[dict[str, str]]) -> str:
 def render_chat(tokenizer: Any, model_dir: str | None, messages: list[dict[str, str]]) -> str:
     if model_dir is not None:
         try:
-            from engine.chat import render_chat as engine_render
+            from engine.model.chat import render_chat as engine_render
         except ImportError:
             engine_render = None
         if engine_render is not None:
@@ -42,7 +42,7 @@ def stop_token_ids(tokenizer: Any, model_dir: str) -> list[int]:
     """End-of-sequence and end-of-turn ids: generation stops at either."""
     ids = set(getattr(tokenizer, "eos_token_ids", ()) or ())
     try:
-        from engine.chat import end_of_turn_ids
+        from engine.model.chat import end_of_turn_ids
         ids |= set(end_of_turn_ids(model_dir))
     except ImportError:
         pass

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any, Iterator
 
 from engine.errors import AdmissionError, PendingTimeout, QueueFull
-from engine.sampling import SamplingParams
+from engine.runtime.sampling import SamplingParams
 from engine.server.checkpoints import CheckpointError
 from engine.server.errors import APIError
 from engine.server.request_log import text_digest

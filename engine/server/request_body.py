@@ -7,7 +7,7 @@ from typing import TypeVar
 from pydantic import BaseModel, ValidationError
 from starlette.requests import Request
 
-from engine.sampling import SamplingParams
+from engine.runtime.sampling import SamplingParams
 from engine.server.errors import APIError
 from engine.server.state import ServerState
 

@@ -38,7 +38,7 @@ def restore_session(state: ServerState, session: str) -> str | None:
         with state.lock:
             state.counters.checkpoints_refused += 1
         return info.status
-    from engine.llm import SessionState
+    from engine.runtime.llm import SessionState
     try:
         state.llm.import_session(session, SessionState(token_ids=loaded.token_ids,
                                                        tensors=loaded.tensors))

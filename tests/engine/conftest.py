@@ -1,4 +1,4 @@
-"""Fixtures for the engine core tests: tiny models made by engine.tiny, on the CPU by default.
+"""Fixtures for the engine core tests: tiny models made by engine.model.tiny, on the CPU by default.
 
 ENGINE_TEST_DEVICE=cuda runs the same tests on a GPU."""
 from __future__ import annotations
@@ -8,7 +8,7 @@ import os
 import pytest
 import torch
 
-from engine.tiny import make_tiny_model
+from engine.model.tiny import make_tiny_model
 
 DEVICE = os.environ.get("ENGINE_TEST_DEVICE", "cpu")
 

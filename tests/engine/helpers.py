@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import torch
 
-from engine.sampling import SamplingParams
-from engine.sequence import Sequence
+from engine.runtime.sampling import SamplingParams
+from engine.runtime.sequence import Sequence
 
 
 def engine_logits(llm, ids: list[int]) -> torch.Tensor:

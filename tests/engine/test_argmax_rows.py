@@ -1,10 +1,10 @@
-"""Two-stage greedy argmax (engine.sampling.argmax_rows) returns what torch.argmax returns."""
+"""Two-stage greedy argmax (engine.runtime.sampling.argmax_rows) returns what torch.argmax returns."""
 from __future__ import annotations
 
 import pytest
 import torch
 
-from engine.sampling import _argmax_chunks, argmax_rows
+from engine.runtime.sampling import _argmax_chunks, argmax_rows
 
 
 @pytest.mark.parametrize("chunks", [None, 4, 96, 1002])

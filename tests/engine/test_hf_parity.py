@@ -5,7 +5,7 @@ import pytest
 import torch
 import transformers
 
-from engine.llm import LLM
+from engine.runtime.llm import LLM
 from tests.engine.helpers import PROMPTS, engine_logits, greedy
 
 
@@ -42,7 +42,7 @@ def hf_greedy(model, ids: list[int], n: int) -> list[int]:
     return seq[len(ids):]
 
 
-@pytest.mark.parametrize("attention", ["auto", "torch"])    # the kernels' ops, and engine's own torch path
+@pytest.mark.parametrize("attention", ["auto", "torch"])    # the selected backend, and the PyTorch references
 def test_logits_match_transformers(tiny_dir, hf_models, device, attention):
     llm = LLM(tiny_dir, device=device, kv_capacity_tokens=512, attention=attention)
     hf = hf_models[str(tiny_dir)]

@@ -1,11 +1,11 @@
-"""Column-major projection weights (engine.layout) change strides and nothing the model computes."""
+"""Column-major projection weights (engine.model.layout) change strides and nothing the model computes."""
 from __future__ import annotations
 
 import torch
 
-from engine.layout import is_column_major, set_projection_layout
-from engine.llm import LLM
-from engine.sampling import SamplingParams
+from engine.model.layout import is_column_major, set_projection_layout
+from engine.runtime.llm import LLM
+from engine.runtime.sampling import SamplingParams
 
 
 def _tokens(llm, prompts):
@@ -16,7 +16,7 @@ def _tokens(llm, prompts):
 
 def test_same_tokens_and_shapes_in_either_layout(tiny_dir, device):
     # Eager decode: a CUDA graph keeps the weight tensors it was captured with, so a layout
-    # change after capture would leave it reading freed memory (see engine.layout).
+    # change after capture would leave it reading freed memory (see engine.model.layout).
     llm = LLM(tiny_dir, device=device, dtype="float32", kv_capacity_tokens=1024, max_concurrency=2,
               cuda_graphs=False)
     model = llm.model

@@ -6,10 +6,10 @@ import json
 import pytest
 import torch
 
-from engine.block_manager import BlockManager
-from engine.config import ModelConfig
 from engine.errors import AdmissionError, ModelLoadError
-from engine.kv_pool import KVPool, block_bytes, blocks_for
+from engine.model.config import ModelConfig
+from engine.runtime.block_manager import BlockManager
+from engine.runtime.kv_pool import KVPool, block_bytes, blocks_for
 
 
 def _cfg(**kw) -> ModelConfig:

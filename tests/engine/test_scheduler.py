@@ -6,8 +6,8 @@ import time
 import pytest
 
 from engine.errors import AdmissionError, PendingTimeout, QueueFull
-from engine.llm import LLM
-from engine.sampling import SamplingParams
+from engine.runtime.llm import LLM
+from engine.runtime.sampling import SamplingParams
 from tests.engine.helpers import greedy
 
 
@@ -115,7 +115,7 @@ def test_bad_requests_are_named(qwen3_dir, device):
 
 
 def test_budget_bytes_sizes_pool(qwen3_dir, device):
-    from engine.kv_pool import block_bytes
+    from engine.runtime.kv_pool import block_bytes
     llm = LLM(qwen3_dir, device=device, kv_budget_bytes=1 << 20, kv_dtype="int8")
     per = block_bytes(llm.config, 16, llm.kv_dtype)
     assert llm.pool.num_blocks == (1 << 20) // per - 1

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from engine.errors import SessionError
-from engine.llm import LLM, SessionState
+from engine.runtime.llm import LLM, SessionState
 from tests.engine.helpers import greedy
 
 

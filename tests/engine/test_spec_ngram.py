@@ -5,8 +5,8 @@ import random
 
 import pytest
 
-from engine import spec_ngram
-from engine.llm import LLM
+from engine.runtime import spec_ngram
+from engine.runtime.llm import LLM
 from tests.engine.helpers import greedy
 
 

@@ -7,8 +7,10 @@ import os
 import subprocess
 import sys
 
-from engine.tiny import make_tiny_model
-from engine.tokenizer import Tokenizer
+import pytest
+
+from engine.model.tiny import make_tiny_model
+from engine.model.tokenizer import Tokenizer
 
 
 def _digests(d):
@@ -62,3 +64,15 @@ def test_cli_make_and_generate_json(tmp_path, device):
 def test_cli_errors_are_clear(tmp_path):
     r = _run("generate", "--model", str(tmp_path), "--prompt", "x", "--max-new-tokens", "2")
     assert r.returncode == 2 and "config.json" in r.stderr
+
+
+def test_attention_backend_is_chosen_once_and_named(qwen3_dir):
+    from engine.runtime.llm import LLM
+    llm = LLM(qwen3_dir, device="cpu", kv_capacity_tokens=64, attention="torch")
+    try:
+        assert llm.status()["attention"] == "torch"
+        assert llm.ops.name == "torch"
+    finally:
+        llm.stop()
+    with pytest.raises(ValueError, match="attention must be one of .*'kernels'"):
+        LLM(qwen3_dir, device="cpu", kv_capacity_tokens=64, attention="kernels")

@@ -57,7 +57,7 @@ def our_tokenizer(model_dir):
 @pytest.fixture(scope="session")
 def llm(model_dir):
     """The engine on the imported model, float32 on the CPU (what the parity bound is stated for)."""
-    from engine.llm import LLM
+    from engine.runtime.llm import LLM
     # Long pending timeout: on two shared cores a queued request may wait minutes, which is not a fault.
     engine = LLM(str(model_dir), dtype="float32", device="cpu", kv_capacity_tokens=8192,
                  max_model_len=2048, max_concurrency=8, pending_timeout_s=900.0)

@@ -39,8 +39,8 @@ def engine_logits(llm, prompt_ids: list[int]) -> torch.Tensor:
     Uses the engine's runner directly (no public API returns prompt logits); only call it while
     the engine has no requests in flight.
     """
-    from engine.sampling import SamplingParams
-    from engine.sequence import Sequence
+    from engine.runtime.sampling import SamplingParams
+    from engine.runtime.sequence import Sequence
     seq = Sequence(list(prompt_ids), SamplingParams(max_new_tokens=1), None, llm.draft_tokens)
     blocks = llm.blocks.allocate(llm.blocks.blocks_needed(len(prompt_ids)))
     assert blocks is not None, "engine pool has no room for the logits prompt"

@@ -1,11 +1,11 @@
-"""engine.chat renders the model's own template like transformers, in a sandbox, and knows end-of-turn."""
+"""engine.model.chat renders the model's own template like transformers, in a sandbox, and knows end-of-turn."""
 from __future__ import annotations
 
 import json
 
 import pytest
 
-from engine.chat import (FALLBACK_TEMPLATE, ChatTemplateError, apply_chat_template, end_of_turn_ids,
+from engine.model.chat import (FALLBACK_TEMPLATE, ChatTemplateError, apply_chat_template, end_of_turn_ids,
                          load_chat_template, render_chat)
 
 CONVERSATIONS = [

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from engine.chat import render_chat
-from engine.sampling import SamplingParams
+from engine.model.chat import render_chat
+from engine.runtime.sampling import SamplingParams
 
 from .prompts import CHAT_QUESTIONS, RAW_TEXTS, chat_messages
 from .reference import engine_logits, hf_greedy_batch, hf_logits

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import re
 
-from engine.chat import end_of_turn_ids, render_chat
-from engine.sampling import SamplingParams
+from engine.model.chat import end_of_turn_ids, render_chat
+from engine.runtime.sampling import SamplingParams
 
 from .needle import CODES, POSITIONS, needle_messages
 

@@ -30,6 +30,26 @@ def test_backend_follows_device_and_interpret_mode(device, monkeypatch):
         ops.backend(device)
 
 
+def test_a_callers_choice_comes_before_the_environment(device, gen, monkeypatch):
+    monkeypatch.setenv("ENGINE_KERNELS", "triton")
+    assert ops.backend(device, prefer="torch") == "torch"
+    assert ops.backend(device, prefer="auto") == "triton"      # auto defers to ENGINE_KERNELS
+    monkeypatch.setenv("ENGINE_KERNELS", "torch")
+    assert ops.backend(device, prefer="triton") == "triton"
+    with pytest.raises(KernelBackendUnavailable, match="attention='fast'"):
+        ops.backend(device, prefer="fast")
+    # select() binds the ops once: the environment changing later does not move them.
+    bound = ops.select(device, prefer="triton")
+    assert bound.name == "triton"
+    p = build(gen, [300, 7], num_kv_heads=2, head_dim=32, cache_dtype=torch.int8, device=device)
+    q = randn(gen, 2, 8, 32, device=device)
+    args = (q, *p.cache_args(), p.block_tables, p.seq_lens, 0.2)
+    assert torch.equal(bound.paged_decode_attention(*args), paged_decode_attention_triton(*args))
+    ref = ops.select(device, prefer="torch")
+    assert ref.name == "torch"
+    assert torch.equal(ref.paged_decode_attention(*args), paged_decode_attention_ref(*args))
+
+
 def test_ops_route_to_the_chosen_backend(device, gen, monkeypatch):
     p = build(gen, [300, 7], num_kv_heads=2, head_dim=32, cache_dtype=torch.int8, device=device)
     q = randn(gen, 2, 8, 32, device=device)
@@ -70,5 +90,5 @@ def test_kernel_build_id_covers_sources_and_triton():
         h.update(name.encode() + b"\0" + (here / name).read_bytes() + b"\0")
     h.update(b"triton=" + importlib.metadata.version("triton").encode())
     assert ops.kernel_build_id() == h.hexdigest()
-    listed = {p.name for p in here.glob("*.py")} - {"__init__.py", "bench_kernels.py"}
+    listed = {p.name for p in here.glob("*.py")} - {"__init__.py"}
     assert listed == set(ops.KERNEL_SOURCES), "a kernel source is missing from KERNEL_SOURCES"

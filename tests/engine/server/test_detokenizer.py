@@ -1,6 +1,6 @@
 """Incremental detokenising on the real tiny-model tokenizer: deltas add up to the whole."""
 from engine.server.generation import Detokenizer
-from engine.tokenizer import Tokenizer
+from engine.model.tokenizer import Tokenizer
 
 
 def test_deltas_concatenate_to_full_text(tiny_model):

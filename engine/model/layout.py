@@ -2,9 +2,9 @@
 
 A checkpoint stores a linear layer's weight as [out, in], rows contiguous, and F.linear then
 asks cuBLAS for x @ W^T. With the same weight stored transposed, the product is x @ Wt over a
-contiguous [in, out] matrix, for which cuBLAS picks other kernels: on an H200, every
-projection of the 8B config at 1 and 8 rows ran faster that way, 1-4% (`python -m
-engine.bench_projections`, docs/perf/engine.md). The parameter keeps its logical [out, in]
+contiguous [in, out] matrix, for which cuBLAS picks other kernels that run the decode-sized
+projections faster (`python -m engine.benchmarks.projections`; figures in docs/perf/engine.md).
+The parameter keeps its logical [out, in]
 shape, so nothing else changes; only its strides do. A weight shared with the embedding
 (tied lm_head) stays as it is: the embedding looks up rows."""
 from __future__ import annotations
@@ -16,7 +16,7 @@ from torch import nn
 def set_projection_layout(model: nn.Module, column_major: bool) -> None:
     """Re-lay every nn.Linear weight of model (one at a time, so the peak is one extra copy).
 
-    Call it before an engine captures CUDA graphs over the model (engine.weights.build_model
+    Call it before an engine captures CUDA graphs over the model (engine.model.weights.build_model
     does, on CUDA): a captured graph keeps reading the tensors it was captured with."""
     embed = getattr(model, "embed", None)
     shared = embed.weight.data_ptr() if embed is not None else None

@@ -8,7 +8,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from engine.sampling import SamplingParams, make_generator
+from engine.runtime.sampling import SamplingParams, make_generator
 
 _ids = itertools.count()
 

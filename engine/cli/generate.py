@@ -9,7 +9,7 @@ import json
 import sys
 
 from engine.errors import EngineError
-from engine.sampling import SamplingParams
+from engine.runtime.sampling import SamplingParams
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -40,15 +40,15 @@ def parse_ids(text: str) -> list[int]:
 
 
 def main(args: argparse.Namespace) -> int:
-    from engine.llm import LLM
+    from engine.runtime.llm import LLM
     try:
         params = SamplingParams(max_new_tokens=args.max_new_tokens, temperature=args.temperature,
                                 top_p=args.top_p, seed=args.seed, ignore_eos=args.ignore_eos)
         llm = LLM(args.model, dtype=args.dtype, kv_dtype=args.kv_dtype, device=args.device,
                   spec=args.spec, draft_tokens=args.draft_tokens, max_concurrency=1)
         ids = parse_ids(args.prompt_ids) if args.prompt_ids is not None else llm.tokenizer.encode(args.prompt)
-        if args.chat:  # engine/chat.py: the model's own template and its end-of-turn tokens
-            from engine.chat import end_of_turn_ids, render_chat
+        if args.chat:  # engine/model/chat.py: the model's own template and its end-of-turn tokens
+            from engine.model.chat import end_of_turn_ids, render_chat
             if args.prompt is None:
                 raise ValueError("--chat needs --prompt (the user message), not --prompt-ids")
             ids = llm.tokenizer.encode(render_chat(args.model, [{"role": "user", "content": args.prompt}]))

@@ -7,10 +7,10 @@ from pathlib import Path
 import torch
 from safetensors import safe_open
 
-from engine.config import ModelConfig
 from engine.errors import ModelLoadError
-from engine.layout import set_projection_layout
-from engine.model import Transformer
+from engine.model.config import ModelConfig
+from engine.model.layout import set_projection_layout
+from engine.model.transformer import Transformer
 
 
 def checkpoint_files(model_dir: Path) -> list[Path]:

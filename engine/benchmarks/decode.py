@@ -1,4 +1,4 @@
-"""`python -m engine.bench`: decode throughput side by side with the GPU's copy bandwidth and
+"""`python -m engine.benchmarks.decode`: decode throughput side by side with the GPU's copy bandwidth and
 with transformers' generate, in one run. Prints a table; --json writes the numbers.
 
 Decode rows fill the KV of each sequence with random values up to the context length (no
@@ -12,13 +12,14 @@ import time
 
 import torch
 
-from engine import fused
-from engine.config import ModelConfig
-from engine.layout import set_projection_layout
-from engine.llm import LLM
-from engine.sampling import SamplingParams
-from engine.sequence import Sequence, Status
-from engine.weights import build_model
+from engine.benchmarks.harness import BenchLLM, copy_bandwidth, sync
+from engine.model import fused
+from engine.model.config import ModelConfig
+from engine.model.layout import set_projection_layout
+from engine.model.weights import build_model
+from engine.runtime.llm import LLM
+from engine.runtime.sampling import SamplingParams
+from engine.runtime.sequence import Sequence, Status
 
 LLAMA_8B = dict(model_type="llama", vocab_size=128256, hidden_size=4096, num_hidden_layers=32,
                 num_attention_heads=32, num_key_value_heads=8, intermediate_size=14336, rms_norm_eps=1e-5,
@@ -28,28 +29,6 @@ LLAMA_8B = dict(model_type="llama", vocab_size=128256, hidden_size=4096, num_hid
                 torch_dtype="bfloat16")
 TINY = dict(LLAMA_8B, vocab_size=1024, hidden_size=256, num_hidden_layers=2, num_attention_heads=4,
             num_key_value_heads=2, intermediate_size=512)
-
-
-def sync(device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-
-
-def copy_bandwidth(device, gib: float = 2.0, reps: int = 20) -> float:
-    """Device-to-device copy, bytes read + written per second (median of reps)."""
-    n = int(gib * (1 << 30)) // 2
-    src = torch.randn(n, device=device, dtype=torch.bfloat16)
-    dst = torch.empty_like(src)
-    times = []
-    for _ in range(reps + 3):
-        sync(device)
-        t0 = time.perf_counter()
-        dst.copy_(src)
-        sync(device)
-        times.append(time.perf_counter() - t0)
-    t = sorted(times[3:])[reps // 2]
-    del src, dst
-    return 2 * n * 2 / t
 
 
 def hf_model(cfg_dict: dict, device):
@@ -67,8 +46,9 @@ def hf_model(cfg_dict: dict, device):
     return model.eval()
 
 
-def synthetic_decode(llm: LLM, batch: int, ctx: int, steps: int, warmup: int = 5) -> float:
-    """Seconds per decode step for `batch` sequences each holding `ctx` tokens of KV."""
+def synthetic_decode(llm: LLM, batch: int, ctx: int, steps: int, warmup: int = 5) -> tuple[float, float | None]:
+    """Seconds per decode step for `batch` sequences each holding `ctx` tokens of KV, and seconds
+    per replay of the captured decode graph alone (None without CUDA graphs)."""
     sched = llm.scheduler
     g = torch.Generator().manual_seed(0)
     seqs = []
@@ -88,6 +68,7 @@ def synthetic_decode(llm: LLM, batch: int, ctx: int, steps: int, warmup: int = 5
             sched.step()
         sync(llm.device)
         dt = (time.perf_counter() - t0) / steps
+        replay_s = None
         graphs = llm.runner.graphs
         if graphs is not None and graphs.fits(batch):   # the captured step alone, back to back
             g = graphs.graphs[next(s for s in graphs.sizes if s >= batch)]
@@ -97,10 +78,10 @@ def synthetic_decode(llm: LLM, batch: int, ctx: int, steps: int, warmup: int = 5
             for _ in range(steps):
                 g.replay()
             sync(llm.device)
-            llm.last_replay_s = (time.perf_counter() - t0) / steps
+            replay_s = (time.perf_counter() - t0) / steps
         for seq in list(sched.active):
             sched._release(seq, "cancelled")
-    return dt
+    return dt, replay_s
 
 
 def fill_random_kv(llm: LLM) -> None:
@@ -128,11 +109,9 @@ def weight_bytes(model) -> int:
 def decode_row(llm: LLM, label: str, kv: str, batch: int, ctx: int, steps: int, wbytes: int, bw: float) -> dict:
     """One table row: synthetic_decode's step time, with the bytes a step must move (weights
     read once, every sequence's KV) over it and over the graph replayed alone, against bw."""
-    llm.last_replay_s = None
-    dt = synthetic_decode(llm, batch, ctx, steps)
+    dt, rep = synthetic_decode(llm, batch, ctx, steps)
     pool = llm.pool
     byts = wbytes + batch * ctx * llm.config.kv_bytes_per_token(pool.k.element_size(), 4 if pool.quantized else 0)
-    rep = llm.last_replay_s
     return dict(engine=label, kv=kv, batch=batch, context=ctx, spec="none", tok_s=batch / dt, step_ms=dt * 1e3,
                 bw_fraction=byts / dt / bw, graph_ms=rep * 1e3 if rep else None,
                 graph_bw_fraction=byts / rep / bw if rep else None, cuda_graphs=llm.runner.graphs is not None)
@@ -153,7 +132,7 @@ def hf_generate_tok_s(model, ctx: int, new: int, device) -> float:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m engine.bench")
+    ap = argparse.ArgumentParser(prog="python -m engine.benchmarks.decode")
     ap.add_argument("--config", choices=["8b", "tiny"], default="8b")
     ap.add_argument("--contexts", default="1024,32768")
     ap.add_argument("--batches", default="1,8")
@@ -165,11 +144,11 @@ def main(argv=None) -> int:
                     "run (default: the pinned DEFAULT_CONFIGS[True])")
     args = ap.parse_args(argv) if argv is not None else ap.parse_args()
     if not torch.cuda.is_available() and args.config == "8b":
-        raise SystemExit("engine.bench --config 8b needs a CUDA GPU (--config tiny runs anywhere)")
+        raise SystemExit("engine.benchmarks.decode --config 8b needs a CUDA GPU (--config tiny runs anywhere)")
     dev = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     if args.int8_config:
         from engine.kernels import triton_decode
-        from engine.kernels.bench_kernels import parse_config
+        from engine.benchmarks.kernels import parse_config
         triton_decode.DEFAULT_CONFIGS[True] = parse_config(args.int8_config)
     contexts = [int(x) for x in args.contexts.split(",")]
     batches = [int(x) for x in args.batches.split(",")]
@@ -183,15 +162,15 @@ def main(argv=None) -> int:
     rows = []
     small_len = min(contexts) + args.steps + 64
     # The same batch-1 step with the elementwise ops left unfused, then (CUDA) with the compiled
-    # ops but the checkpoint's row-major projection weights (engine.layout), for the record.
+    # ops but the checkpoint's row-major projection weights (engine.model.layout), for the record.
     cuda = dev.type == "cuda"
     variants = [("assay-unfused", False, cuda)] + ([("assay-row-major", None, False)] if cuda else [])
     for label, compile_ops, column_major in variants:
         if compile_ops is False:
             fused.disable_compile()
         set_projection_layout(model, column_major)
-        llm = LLM(None, kv_dtype="bf16", device=dev, kv_capacity_tokens=small_len + 16, max_concurrency=1,
-                  max_model_len=small_len, compile_ops=compile_ops, _model=(cfg, model))
+        llm = BenchLLM(cfg, model, kv_dtype="bf16", device=dev, kv_capacity_tokens=small_len + 16,
+                       max_concurrency=1, max_model_len=small_len, compile_ops=compile_ops)
         fill_random_kv(llm)
         rows.append(decode_row(llm, label, "bf16", 1, min(contexts), args.steps, wbytes, bw))
         llm.stop()
@@ -199,8 +178,8 @@ def main(argv=None) -> int:
     set_projection_layout(model, cuda)
     for kv in ("bf16", "int8"):
         cap = max(batches) * (max_len + 16)
-        llm = LLM(None, kv_dtype=kv, device=dev, kv_capacity_tokens=cap, max_concurrency=max(batches),
-                  max_model_len=max_len, prefill_chunk=1024, _model=(cfg, model))
+        llm = BenchLLM(cfg, model, kv_dtype=kv, device=dev, kv_capacity_tokens=cap, max_concurrency=max(batches),
+                       max_model_len=max_len, prefill_chunk=1024)
         fill_random_kv(llm)
         for ctx in contexts:
             for b in batches:

@@ -1,11 +1,11 @@
-"""`python -m engine.bench_projections`: the decode step's projections and greedy argmax on the
+"""`python -m engine.benchmarks.projections`: the decode step's projections and greedy argmax on the
 8B config's shapes, each way torch can call them, timed side by side in one run.
 
 Projections: F.linear(x, W) (W [N, K], the layout checkpoints use) against x @ Wt (Wt = W.T
 made contiguous, [K, N]), at 1 and 8 rows. Each timing is one CUDA graph running the op over
 enough weight copies to be several times the L2 (weights come from memory, as in a decode
 step), replayed; time per op = graph time / copies. Argmax: torch.argmax over [B, vocab]
-against the two-stage engine.sampling.argmax_rows."""
+against the two-stage engine.runtime.sampling.argmax_rows."""
 from __future__ import annotations
 
 import argparse
@@ -15,7 +15,7 @@ import time
 import torch
 import torch.nn.functional as F
 
-from engine.sampling import argmax_rows
+from engine.runtime.sampling import argmax_rows
 
 SHAPES = [("qkv", 6144, 4096), ("o", 4096, 4096), ("gate_up", 28672, 4096), ("down", 4096, 14336),
           ("lm_head", 128256, 4096)]
@@ -46,7 +46,7 @@ def graph_time(fn, copies: int, reps: int = 20) -> float:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m engine.bench_projections")
+    ap = argparse.ArgumentParser(prog="python -m engine.benchmarks.projections")
     ap.add_argument("--rows", default="1,8")
     ap.add_argument("--min-bytes", type=float, default=1e9, help="weight bytes one graph replay streams")
     ap.add_argument("--json")

@@ -1,6 +1,6 @@
 """Decode-attention bandwidth against a device-to-device copy, measured side by side in one run.
 
-    python -m engine.kernels.bench_kernels [--sweep] [--json PATH]
+    python -m engine.benchmarks.kernels [--sweep] [--json PATH]
 
 8B-class shape: 32 q heads, 8 kv heads, head_dim 128, block 16; bf16 and int8 KV; contexts
 1K and 32K; batch 1 and 8. Bytes counted are the fewest the op must move: every cached

@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import torch
 
-from engine.kv_pool import KVPool
-from engine.model import AttnMeta, Transformer
-from engine.sampling import argmax_rows
-from engine.sequence import Sequence
+from engine.model.transformer import AttnMeta, Transformer
+from engine.runtime.kv_pool import KVPool
+from engine.runtime.sampling import argmax_rows
+from engine.runtime.sequence import Sequence
 
 
 class ModelRunner:
@@ -22,7 +22,7 @@ class ModelRunner:
         self.graphs = None
         self.graph_error: str | None = None
         if cuda_graphs and self.device.type == "cuda":
-            from engine.cuda_graphs import DecodeGraphs
+            from engine.runtime.cuda_graphs import DecodeGraphs
             try:
                 self.graphs = DecodeGraphs(self, graph_batch_sizes)
             except RuntimeError as e:   # an op that cannot be captured: decode eagerly, say why

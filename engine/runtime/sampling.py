@@ -72,7 +72,7 @@ def argmax_rows(logits: torch.Tensor, chunks: int | None = None) -> torch.Tensor
     """torch.argmax(logits, dim=-1) for [B, V] logits, in two stages on CUDA.
 
     A single row's argmax over a 128K vocabulary is one long reduction that a GPU runs on
-    one block (27 us on an H200, docs/perf/engine.md). Here each of up to 1024 equal chunks
+    one block, slow next to a decode step (figures in docs/perf/engine.md). Here each of up to 1024 equal chunks
     finds its max and first index of it, then the first chunk holding the row's max wins:
     the first index of the row's max, as torch.argmax returns (NaN counts as the max in both).
     chunks (tests) forces a chunk count that divides V; by default the CPU takes one stage."""

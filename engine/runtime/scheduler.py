@@ -8,12 +8,12 @@ from collections import deque
 
 import torch
 
-from engine import spec_ngram
-from engine.block_manager import BlockManager
 from engine.errors import AdmissionError, PendingTimeout, QueueFull
-from engine.model_runner import ModelRunner
-from engine.sampling import sample_row, sample_rows
-from engine.sequence import Sequence, Status
+from engine.runtime import spec_ngram
+from engine.runtime.block_manager import BlockManager
+from engine.runtime.model_runner import ModelRunner
+from engine.runtime.sampling import sample_row, sample_rows
+from engine.runtime.sequence import Sequence, Status
 
 
 def common_prefix(a: list[int], b: list[int]) -> int:

@@ -5,25 +5,28 @@ import threading
 
 import torch
 
-from engine import fused
-from engine.block_manager import BlockManager
-from engine.dtypes import resolve_device, resolve_dtype, resolve_kv_dtype
 from engine.errors import EngineError
-from engine.kv_pool import KVPool, blocks_for
-from engine.model_runner import ModelRunner
-from engine.paged_attention import select_ops
-from engine.request import RequestHandle
-from engine.sampling import SamplingParams
-from engine.scheduler import Scheduler
-from engine.sequence import GenerationResult, Sequence
-from engine.session_store import SessionState, SessionStore
-from engine.spec_ngram import MAX_DRAFT
-from engine.tokenizer import Tokenizer
-from engine.weights import load_model
+from engine.kernels import ops as kernel_ops
+from engine.model import fused
+from engine.model.config import ModelConfig
+from engine.model.dtypes import resolve_device, resolve_dtype, resolve_kv_dtype
+from engine.model.tokenizer import Tokenizer
+from engine.model.weights import load_model
+from engine.runtime.block_manager import BlockManager
+from engine.runtime.kv_pool import KVPool, blocks_for
+from engine.runtime.model_runner import ModelRunner
+from engine.runtime.request import RequestHandle
+from engine.runtime.sampling import SamplingParams
+from engine.runtime.scheduler import Scheduler
+from engine.runtime.sequence import GenerationResult, Sequence
+from engine.runtime.session_store import SessionState, SessionStore
+from engine.runtime.spec_ngram import MAX_DRAFT
 
 __all__ = ["LLM", "SessionState", "graph_buckets"]
 
 GRAPH_BATCH_SIZES = (1, 2, 4, 8, 16, 32)
+# attention=: "auto" lets engine.kernels.ops.backend decide (ENGINE_KERNELS, then the device).
+ATTENTION_BACKENDS = ("auto", "torch", "triton")
 
 
 def graph_buckets(max_concurrency: int) -> list[int]:
@@ -38,9 +41,11 @@ class LLM(SessionStore):
     def __init__(self, model_dir, *, dtype="auto", kv_dtype="auto", device="auto", kv_budget_bytes=None,
                  kv_capacity_tokens=None, block_size=16, prefill_chunk=256, max_concurrency=8,
                  max_pending=64, pending_timeout_s=30.0, spec="none", draft_tokens=7,
-                 max_model_len=None, cuda_graphs=True, attention="auto", compile_ops=None, _model=None):
+                 max_model_len=None, cuda_graphs=True, attention="auto", compile_ops=None):
         if spec not in ("none", "ngram"):
             raise ValueError(f"spec must be 'none' or 'ngram', got {spec!r}")
+        if attention not in ATTENTION_BACKENDS:
+            raise ValueError(f"attention must be one of {ATTENTION_BACKENDS}, got {attention!r}")
         if not 1 <= int(draft_tokens) <= MAX_DRAFT:
             raise ValueError(f"draft_tokens must be 1..{MAX_DRAFT}, got {draft_tokens!r}")
         for name, val in (("block_size", block_size), ("prefill_chunk", prefill_chunk),
@@ -48,20 +53,11 @@ class LLM(SessionStore):
             if not isinstance(val, int) or val < 1:
                 raise ValueError(f"{name} must be a positive int, got {val!r}")
         self.device = resolve_device(device)
-        if _model is not None:                       # (cfg, Transformer) built by the caller: bench
-            self.config, self.model = _model
-            self.tokenizer = None
-        else:
-            from engine.config import ModelConfig
-            cfg = ModelConfig.from_dir(model_dir)
-            self.dtype = resolve_dtype(dtype, cfg.torch_dtype)
-            max_model_len = int(max_model_len or cfg.max_position_embeddings)
-            self.config, self.model = load_model(model_dir, self.dtype, self.device, max_model_len)
-            self.tokenizer = Tokenizer(model_dir, self.config.eos_token_ids)
+        self.config, self.model, self.tokenizer = self._load(model_dir, dtype, max_model_len)
         self.dtype = self.model.embed.weight.dtype
         self.max_model_len = int(max_model_len or self.model.max_positions)
         self.kv_dtype = resolve_kv_dtype(kv_dtype, self.dtype)
-        # Fused elementwise kernels: on by default on CUDA (process-wide; see engine.fused).
+        # Fused elementwise kernels: on by default on CUDA (process-wide; see engine.model.fused).
         self.compiled_ops = False
         if compile_ops or (compile_ops is None and self.device.type == "cuda"):
             self.compiled_ops = fused.enable_compile()
@@ -70,7 +66,7 @@ class LLM(SessionStore):
         num_blocks = blocks_for(self.config, block_size, self.kv_dtype, kv_budget_bytes, kv_capacity_tokens)
         self.pool = KVPool(self.config, num_blocks, block_size, self.kv_dtype, self.device)
         self.blocks = BlockManager(num_blocks, block_size)
-        self.ops = select_ops(attention)
+        self.ops = kernel_ops.select(self.device, attention)
         max_blocks = -(-self.max_model_len // block_size)
         self.runner = ModelRunner(self.model, self.pool, self.ops, max_blocks,
                                   cuda_graphs=cuda_graphs and self.device.type == "cuda",
@@ -85,6 +81,14 @@ class LLM(SessionStore):
         self._thread: threading.Thread | None = None
         self._running = False
         self._fatal: BaseException | None = None
+
+    def _load(self, model_dir, dtype, max_model_len):
+        """(config, Transformer on self.device, Tokenizer) from a model directory."""
+        cfg = ModelConfig.from_dir(model_dir)
+        compute = resolve_dtype(dtype, cfg.torch_dtype)
+        max_len = int(max_model_len or cfg.max_position_embeddings)
+        config, model = load_model(model_dir, compute, self.device, max_len)
+        return config, model, Tokenizer(model_dir, config.eos_token_ids)
 
     def _default_capacity(self, max_concurrency: int, block_size: int) -> int:
         tokens = max_concurrency * self.max_model_len
@@ -171,7 +175,7 @@ class LLM(SessionStore):
             s = self.scheduler.status()
         s.update(kv_dtype=str(self.kv_dtype).replace("torch.", ""), dtype=str(self.dtype).replace("torch.", ""),
                  device=str(self.device), block_size=self.pool.block_size, spec_mode=self.spec,
-                 attention=getattr(self.ops, "__name__", type(self.ops).__name__),
+                 attention=self.ops.name,
                  cuda_graphs=self.runner.graphs is not None, compiled_ops=self.compiled_ops,
                  cuda_graph_error=self.runner.graph_error)
         return s

@@ -1,9 +1,9 @@
 """The model's elementwise pieces (RMSNorm, RoPE, SwiGLU's gate), written as transformers writes
 them, and optionally compiled by torch.compile into fused kernels on CUDA.
 
-Decode at batch 1 is bound by reading the weights, and every separate small kernel adds a few
-microseconds per layer: fused, an 8B decode step on an H200 went from 6.06 to 5.03 ms
-(docs/perf/engine.md)."""
+Decode at batch 1 is bound by reading the weights, and every separate small kernel adds its
+launch and its own pass over the activations per layer; fusing them shortens the decode step
+(figures in docs/perf/engine.md)."""
 from __future__ import annotations
 
 import torch

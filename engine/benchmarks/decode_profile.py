@@ -1,8 +1,8 @@
-"""`python -m engine.bench_profile`: where a decode step's GPU time goes, kernel by kernel.
+"""`python -m engine.benchmarks.decode_profile`: where a decode step's GPU time goes, kernel by kernel.
 
 Profiles eager decode steps (no CUDA graph, so the profiler sees each launch) of the bench's
 8B config at one batch and context, and prints per kernel its launches and microseconds a
-step. The sum is the GPU's busy time; engine.bench's "graph ms" minus it is the time the GPU
+step. The sum is the GPU's busy time; engine.benchmarks.decode's "graph ms" minus it is the time the GPU
 sits between kernels."""
 from __future__ import annotations
 
@@ -12,10 +12,10 @@ import json
 import torch
 from torch.profiler import ProfilerActivity, profile
 
-from engine.bench import LLAMA_8B, TINY, fill_random_kv, hf_model, synthetic_decode
-from engine.config import ModelConfig
-from engine.llm import LLM
-from engine.weights import build_model
+from engine.benchmarks.decode import LLAMA_8B, TINY, fill_random_kv, hf_model, synthetic_decode
+from engine.benchmarks.harness import BenchLLM
+from engine.model.config import ModelConfig
+from engine.model.weights import build_model
 
 
 def kernel_table(prof, steps: int) -> list[dict]:
@@ -31,7 +31,7 @@ def kernel_table(prof, steps: int) -> list[dict]:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m engine.bench_profile")
+    ap = argparse.ArgumentParser(prog="python -m engine.benchmarks.decode_profile")
     ap.add_argument("--config", choices=["8b", "tiny"], default="8b")
     ap.add_argument("--context", type=int, default=1024)
     ap.add_argument("--batch", type=int, default=1)
@@ -47,8 +47,8 @@ def main(argv=None) -> int:
     max_len = args.context + 4 * args.steps + 64
     model = build_model(cfg, dict(hf.state_dict()), torch.bfloat16, dev, max_len, "hf model")
     del hf
-    llm = LLM(None, kv_dtype=args.kv, device=dev, kv_capacity_tokens=args.batch * (max_len + 16),
-              max_concurrency=args.batch, max_model_len=max_len, cuda_graphs=False, _model=(cfg, model))
+    llm = BenchLLM(cfg, model, kv_dtype=args.kv, device=dev, kv_capacity_tokens=args.batch * (max_len + 16),
+                   max_concurrency=args.batch, max_model_len=max_len, cuda_graphs=False)
     fill_random_kv(llm)
     synthetic_decode(llm, args.batch, args.context, 4)          # compile and warm up
     with profile(activities=[ProfilerActivity.CUDA]) as prof:

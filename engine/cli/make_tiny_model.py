@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 
-from engine.tiny import make_tiny_model
+from engine.model.tiny import make_tiny_model
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

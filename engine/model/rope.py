@@ -5,7 +5,7 @@ import math
 
 import torch
 
-from engine.config import ModelConfig
+from engine.model.config import ModelConfig
 
 
 def inv_frequencies(cfg: ModelConfig) -> torch.Tensor:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Callable, Iterator
 
-from engine.sequence import GenerationResult, Sequence
+from engine.runtime.sequence import GenerationResult, Sequence
 
 
 class RequestHandle:

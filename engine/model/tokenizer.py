@@ -40,7 +40,7 @@ class Tokenizer:
         return self._tok.token_to_id(token)
 
     def apply_chat_template(self, messages: list[dict], add_generation_prompt: bool = True) -> str:
-        """The model directory's own template (ChatML when it has none), rendered by engine.chat
-        as transformers renders it; raises engine.chat.ChatTemplateError (a ValueError)."""
-        from engine.chat import render_chat
+        """The model directory's own template (ChatML when it has none), rendered by engine.model.chat
+        as transformers renders it; raises engine.model.chat.ChatTemplateError (a ValueError)."""
+        from engine.model.chat import render_chat
         return render_chat(self.model_dir, messages, add_generation_prompt)

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import torch
 
-from engine.config import ModelConfig
 from engine.errors import EngineError
+from engine.model.config import ModelConfig
 
 
 def block_bytes(cfg: ModelConfig, block_size: int, kv_dtype: torch.dtype) -> int:

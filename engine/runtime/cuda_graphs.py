@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import torch
 
-from engine.model import AttnMeta
-from engine.sampling import argmax_rows
+from engine.model.transformer import AttnMeta
+from engine.runtime.sampling import argmax_rows
 
 
 class DecodeGraphs:

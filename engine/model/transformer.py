@@ -10,9 +10,9 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from engine import fused
-from engine.config import ModelConfig
-from engine.rope import cos_sin_table
+from engine.model import fused
+from engine.model.config import ModelConfig
+from engine.model.rope import cos_sin_table
 
 
 @dataclass

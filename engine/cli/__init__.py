@@ -1,0 +1,1 @@
+"""`python -m engine` subcommands that live in the engine core (engine/__main__.py dispatches)."""
