@@ -1,0 +1,184 @@
+"""Release notes: every link resolves to exactly the value printed, no number stands unlinked,
+charts appear where the receipts have their data, and the bytes are deterministic."""
+from __future__ import annotations
+
+import base64
+import json
+import re
+import shutil
+from html.parser import HTMLParser
+from urllib.parse import unquote
+
+import pytest
+from typer.testing import CliRunner
+
+from releases import exit_codes
+from releases.errors import RecordError
+from releases.notes import render_notes
+from releases.notes.cli import app as notes_app
+from tests.releases.notes_fixtures import AWKWARD_TITLE, build_rich_release
+
+MD_LINK = re.compile(r"\[((?:\\.|[^\\\]])*)\]\(([^)\s]*)\)")
+MD_UNESCAPE = re.compile(r"\\(.)|<br>")
+
+
+@pytest.fixture(scope="module")
+def rich(tmp_path_factory):
+    return build_rich_release(tmp_path_factory.mktemp("notes") / "1.2.3")
+
+
+def printed(value) -> str:
+    """The documented print form of a figure (docs/INTERFACES.md, Release notes)."""
+    if isinstance(value, str):
+        return value
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return repr(value)
+
+
+def resolve_link(root, href: str):
+    """Open the file the link names (a receipt: its decoded DSSE payload) and follow the pointer."""
+    path, _, fragment = href.partition("#")
+    doc = json.loads((root / unquote(path)).read_bytes())
+    if {"payloadType", "payload", "signatures"} <= set(doc):
+        doc = json.loads(base64.b64decode(doc["payload"]))
+    pointer = unquote(fragment)
+    assert pointer.startswith("/"), href
+    for token in pointer[1:].split("/"):
+        token = token.replace("~1", "/").replace("~0", "~")
+        doc = doc[int(token)] if isinstance(doc, list) else doc[token]
+    return doc
+
+
+def md_links(text: str) -> list[tuple[str, str]]:
+    unescape = lambda s: MD_UNESCAPE.sub(lambda m: m.group(1) if m.group(1) is not None else "\n", s)  # noqa: E731
+    return [(unescape(m.group(1)), m.group(2)) for m in MD_LINK.finditer(text)]
+
+
+class _Html(HTMLParser):
+    """Links (href, text) and the text outside links, style, title and code."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.links: list[list[str]] = []
+        self.loose: list[str] = []
+        self.svgs = 0
+        self._stack: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        self._stack.append(tag)
+        if tag == "a":
+            self.links.append([dict(attrs)["href"], ""])
+        self.svgs += tag == "svg"
+
+    def handle_endtag(self, tag):
+        while self._stack and self._stack.pop() != tag:
+            pass
+
+    def handle_data(self, data):
+        if "a" in self._stack:
+            self.links[-1][1] += data
+        elif not {"style", "title", "code"} & set(self._stack):
+            self.loose.append(data)
+
+
+def test_every_markdown_link_resolves_to_the_value_printed(rich):
+    text = render_notes(rich.root, "md")
+    links = md_links(text)
+    assert len(links) > 150
+    for shown, href in links:
+        assert shown == printed(resolve_link(rich.root, href)), href
+    hrefs = {h for _, h in links}
+    # Figures from every kind of record, with the pointer forms the interface documents.
+    for expected in ("receipts/lane-cpu-smoke.dsse.json#/predicate/phases/1/facts/seconds",
+                     "receipts/verdict-abba-cpu.dsse.json#/predicate/parameters/floor",
+                     "receipts/verdict-abba-cpu.dsse.json#/predicate/cases/2/ratio",
+                     "receipts/verdict-noninferiority-cpu.dsse.json#/predicate/metrics/0/bound",
+                     "receipts/verdict-latency-cpu.dsse.json#/predicate/positions/1/margin_s",
+                     "receipts/verdict-determinism-cpu.dsse.json#/predicate/first_difference/prompt",
+                     "receipts/phase-cpu-smoke.generate.dsse.json#/predicate/facts/decode_tok_s/1",
+                     "receipts/build-a.dsse.json#/predicate/buildDefinition/internalParameters/varied/umask",
+                     "receipts/reproducibility.dsse.json#/predicate/files/0/identical",
+                     "manifest.json#/artifacts/0/size", "manifest.json#/waivers/0/sha256",
+                     "waivers/lane-latency-p99.json#/measured", "ledger.json#/items/1/disposition/issue",
+                     "ledger.json#/closure/statement", "receipts/approval.dsse.json#/predicate/approver"):
+        assert expected in hrefs, expected
+    assert (AWKWARD_TITLE, "ledger.json#/items/1/title") in links
+
+
+def test_no_number_in_the_markdown_stands_outside_a_link(rich):
+    text = render_notes(rich.root, "md")
+    rest = MD_LINK.sub("", text)
+    rest = re.sub(r"``.*?``|`[^`]*`", "", rest)  # keys and identifiers from the records, not figures
+    assert not re.findall(r".{0,30}\d.{0,30}", rest)
+
+
+def test_every_html_link_resolves_and_charts_are_drawn(rich):
+    text = render_notes(rich.root, "html")
+    page = _Html()
+    page.feed(text)
+    assert len(page.links) > 150
+    for href, shown in page.links:
+        assert shown == printed(resolve_link(rich.root, href)), href
+    assert not [t for t in page.loose if re.search(r"\d", t)]
+    # Speed ratios, quality bounds, and one timeline per lane, acceptance window and phase receipt.
+    assert page.svgs == 6
+    assert "Speed ratio per case" in text and "Quality screen: one-sided bound" in text
+    assert text.count("<figcaption>Phase timeline</figcaption>") == 4
+    # The floor and every charted ratio are labelled with linked figures inside the SVG.
+    svgs = re.findall(r"<svg.*?</svg>", text)
+    svg = next(s for s in svgs if "/predicate/parameters/floor" in s)
+    assert 'href="receipts/verdict-abba-cpu.dsse.json#/predicate/parameters/floor"' in svg
+    assert svg.count("/predicate/cases/") == 6  # id and ratio of each of three cases
+
+
+def test_charts_only_where_the_receipts_have_the_data(published_release):
+    text = render_notes(published_release.root, "html")
+    assert "Speed ratio per case" not in text and "Quality screen" not in text
+    assert text.count("<svg") == 2  # the lane's phases and the acceptance window's routes
+    assert "<svg" not in render_notes(published_release.root, "md")
+
+
+def test_output_is_byte_deterministic_and_names_no_machine_path(rich, tmp_path):
+    copy = tmp_path / "elsewhere" / "1.2.3"
+    shutil.copytree(rich.root, copy)
+    for fmt in ("md", "html"):
+        first = render_notes(rich.root, fmt)
+        assert first == render_notes(rich.root, fmt) == render_notes(copy, fmt)
+        assert str(rich.root.parent) not in first and str(tmp_path) not in first
+
+
+def test_a_ready_release_says_it_is_not_approved_yet(ready_release):
+    text = render_notes(ready_release.root, "md")
+    assert "Not approved yet: the release is in state [ready](manifest.json#/state)." in text
+
+
+def test_an_altered_receipt_is_refused_by_name(rich, tmp_path):
+    copy = tmp_path / "1.2.3"
+    shutil.copytree(rich.root, copy)
+    path = copy / "receipts" / "verdict-abba-cpu.dsse.json"
+    path.write_bytes(path.read_bytes().replace(b'"payload":"', b'"payload":"eyJ'))
+    with pytest.raises(RecordError) as info:
+        render_notes(copy, "md")
+    assert info.value.where == "receipts/verdict-abba-cpu.dsse.json"
+    assert "sha256 differs from the manifest's" in str(info.value)
+
+
+def test_cli_writes_the_notes_and_refuses_bad_input(rich, tmp_path):
+    runner = CliRunner()
+    out = tmp_path / "notes" / "RELEASE-NOTES.html"
+    result = runner.invoke(notes_app, [str(rich.root), "--format", "html", "--out", str(out)])
+    assert result.exit_code == exit_codes.OK, result.output
+    assert out.read_text() == render_notes(rich.root, "html")
+    result = runner.invoke(notes_app, [str(rich.root)])
+    assert result.exit_code == exit_codes.OK and result.stdout == render_notes(rich.root, "md")
+    result = runner.invoke(notes_app, [str(rich.root), "--format", "pdf"])
+    assert result.exit_code == exit_codes.USAGE and "pdf" in result.output
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "manifest.json").write_text("{")
+    result = runner.invoke(notes_app, [str(broken)])
+    assert result.exit_code == exit_codes.BAD_INPUT
+    assert "manifest.json" in result.output and "Traceback" not in result.output
