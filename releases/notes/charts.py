@@ -38,22 +38,31 @@ def _number(x: object) -> bool:
 
 
 def speed_ratios(rel: Release, path: str, p: dict) -> list:
-    """Per-case speed ratio (bars) against the floor (a dashed line)."""
+    """Per-case speed ratio (a dot, joined to the floor by a line) against the floor (dashed). The
+    axis spans the values, not zero to the top: the differences that matter are a few percent."""
     cases = [(i, c) for i, c in enumerate(p.get("cases", [])) if _number(c.get("ratio"))]
     floor = p.get("parameters", {}).get("floor")
     if not cases or not _number(floor):
         return []
-    top = max([c["ratio"] for _, c in cases] + [floor]) * 1.1 or 1.0
-    scale = (RIGHT - LEFT) / top
+    values = [c["ratio"] for _, c in cases] + [floor]
+    pad = (max(values) - min(values)) * 0.15 or abs(floor) * 0.05 or 1.0
+    lo, hi = min(values) - pad, max(values) + pad
+
+    def x(v: float) -> float:
+        return LEFT + (v - lo) / (hi - lo) * (RIGHT - LEFT)
+
     height = 30 + ROW * len(cases) + 10
+    fx = x(floor)
     body = []
     for row, (i, case) in enumerate(cases):
-        y = 30 + row * ROW
+        y = 30 + row * ROW + ROW / 2
         color = COLORS.get(case.get("status"), "#555555")
-        body.append(_label(rel.fig(path, f"/predicate/cases/{i}/id"), LEFT - 6, y + 14, "end"))
-        body.append(f'<rect x="{LEFT}" y="{_n(y + 3)}" width="{_n(case["ratio"] * scale)}" height="{ROW - 6}" fill="{color}"/>')
-        body.append(_label(rel.fig(path, f"/predicate/cases/{i}/ratio"), RIGHT + 6, y + 14))
-    fx = LEFT + floor * scale
+        body.append(f'<line x1="{LEFT}" y1="{_n(y)}" x2="{RIGHT}" y2="{_n(y)}" stroke="#e5e5e5"/>')
+        body.append(f'<line x1="{_n(fx)}" y1="{_n(y)}" x2="{_n(x(case["ratio"]))}" y2="{_n(y)}" stroke="{color}" stroke-width="3"/>')
+        body.append(f'<circle cx="{_n(x(case["ratio"]))}" cy="{_n(y)}" r="4.5" fill="{color}"/>')
+        body.append(_label(rel.fig(path, f"/predicate/cases/{i}/id"), LEFT - 6, y + 4, "end"))
+        body.append(_label(rel.fig(path, f"/predicate/cases/{i}/ratio"), RIGHT + 6, y + 4))
+        body.append(_label(rel.fig(path, f"/predicate/cases/{i}/status"), RIGHT + 64, y + 4))
     body.append(f'<line x1="{_n(fx)}" y1="20" x2="{_n(fx)}" y2="{_n(height - 8)}" stroke="#222" stroke-dasharray="4 3"/>')
     body.append(_text("floor", fx - 4, 14, "end"))
     body.append(_label(rel.fig(path, "/predicate/parameters/floor"), fx + 4, 14))
@@ -93,9 +102,9 @@ def quality_bounds(rel: Release, path: str, p: dict) -> list:
             body.append(f'<circle cx="{_n(x(m["estimate"]))}" cy="{_n(mid)}" r="3.5" fill="#222"/>')
         body.append(_label(rel.fig(path, f"/predicate/metrics/{i}/name"), LEFT - 6, mid + 4, "end"))
         body.append(_text("bound", RIGHT + 6, mid - 2))
-        body.append(_label(rel.fig(path, f"/predicate/metrics/{i}/bound"), RIGHT + 46, mid - 2))
+        body.append(_label(rel.fig(path, f"/predicate/metrics/{i}/bound"), RIGHT + 74, mid - 2))
         body.append(_text("threshold", RIGHT + 6, mid + 11))
-        body.append(_label(rel.fig(path, f"/predicate/metrics/{i}/threshold"), RIGHT + 66, mid + 11))
+        body.append(_label(rel.fig(path, f"/predicate/metrics/{i}/threshold"), RIGHT + 74, mid + 11))
     return [Chart("Quality screen: one-sided bound (bar) and estimate (dot) against the threshold the margin sets "
                   "(dashed; passing side shaded)", _svg(10 + rh * len(metrics) + 6, body))]
 

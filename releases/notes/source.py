@@ -11,7 +11,7 @@ from urllib.parse import quote
 
 from releases.canonical import load_json_bytes, sha256_hex
 from releases.errors import RecordError
-from releases.manifest import load_manifest
+from releases.manifest import missing_for
 from releases.schema import json_pointer, validate
 
 MANIFEST = "manifest.json"
@@ -71,6 +71,19 @@ def is_envelope(obj: Any) -> bool:
     return isinstance(obj, dict) and {"payloadType", "payload", "signatures"} <= set(obj)
 
 
+def _without_notes(manifest: object) -> dict:
+    """The manifest, validated, less its `notes` entry: the notes are not an input of the notes, so
+    notes bound in a manifest render again to the same bytes. Pointers into manifest.json are
+    unaffected (`notes` is a key of its own)."""
+    if isinstance(manifest, dict) and "notes" in manifest:
+        manifest = {k: v for k, v in manifest.items() if k != "notes"}
+    validate("manifest", manifest, MANIFEST)
+    missing = missing_for(manifest, manifest["state"])
+    if missing:
+        raise RecordError(f"state {manifest['state']} lacks {'; '.join(missing)}", where=MANIFEST)
+    return manifest
+
+
 class Release:
     """Reads a release directory through its manifest. A file is read only when the manifest
     binds it, and only when its bytes still have the bound digest; a DSSE envelope is read as
@@ -83,10 +96,8 @@ class Release:
                 data = (self.root / MANIFEST).read_bytes()
             except OSError as exc:
                 raise RecordError(f"cannot read the manifest: {exc.strerror or exc}", where=str(self.root / MANIFEST)) from exc
-            manifest = load_manifest(data)
-        else:
-            validate("manifest", manifest, MANIFEST)
-        self.manifest = manifest
+            manifest = load_json_bytes(data, where=MANIFEST)
+        self.manifest = _without_notes(manifest)
         self._docs: dict[str, Any] = {MANIFEST: manifest}
         self.bound = {e["path"]: e["sha256"] for e in self._entries()}
 

@@ -16,7 +16,7 @@ from releases.ledger import new_ledger
 from releases.ledger_edits import add_item, add_round, close, disposition, dispose
 from releases.receipts import STATEMENT_TYPE, sign_receipt
 from releases.release_dir import ReleaseDir
-from tests.releases.fixtures import APPROVERS, T0, T1, SyntheticRelease, build_release
+from tests.releases.fixtures import APPROVERS, T1, SyntheticRelease, build_release
 
 H = "ab" * 32
 # A title with every character Markdown would otherwise read as syntax, and a newline.
@@ -84,7 +84,8 @@ def _latency(ref: dict) -> dict:
 def _lane(ref: dict, wheel: dict) -> dict:
     steps = [("install", "2026-01-02T03:04:05Z", "2026-01-02T03:04:35Z", {"exit_code": 0, "seconds": 30.25}),
              ("generate", "2026-01-02T03:04:35Z", "2026-01-02T03:05:10Z",
-              {"seconds": 35.5, "tokens": 64, "identical": True, "outputs": {"a_sha256": "3" * 64}}),
+              {"seconds": 35.5, "tokens": 64, "identical": True, "outputs": {"a_sha256": "3" * 64},
+               "p99 / ms~x": 12.5}),  # a key that needs escaping in a JSON pointer and a URI fragment
              ("restore-audit", "2026-01-02T03:05:10Z", "2026-01-02T03:05:12.5Z", {"diff": [], "restored": True})]
     return {"candidate": ref, "lane": "cpu-smoke", "host": "cpu-lane-1",
             "artifact": {"name": Path(wheel["path"]).name, "sha256": wheel["sha256"]}, "verdict": "pass",
@@ -99,6 +100,19 @@ def _phase_envelope(ref: dict, wheel: dict, private_key) -> dict:
                           "started_at": "2026-01-02T03:04:35Z", "ended_at": "2026-01-02T03:05:10Z",
                           "facts": {"seconds": 35.5, "decode_tok_s": [12.5, 12.75]}}}
     return dsse.sign(canonical_json(stmt), dsse.INTOTO_PAYLOAD_TYPE, private_key)
+
+
+def _reproducibility(ref: dict, artifacts: list[dict]) -> dict:
+    wheel, sdist = artifacts
+    return {"candidate": ref, "builds": ["a", "b"], "verdict": "waived", "difference_count": 2, "unexplained": 0,
+            "waived": ["sdist-mtime"],
+            "files": [{"name": Path(wheel["path"]).name, "a_sha256": wheel["sha256"], "b_sha256": wheel["sha256"],
+                       "identical": True, "differences": []},
+                      {"name": Path(sdist["path"]).name, "a_sha256": sdist["sha256"], "b_sha256": "6" * 64,
+                       "identical": False,
+                       "differences": [{"member": "assay_engine-1.2.3/PKG-INFO", "kind": "timestamp",
+                                        "detail": "mtime 1700000000 vs 1700000123: varied clock (bisected)"},
+                                       {"member": None, "kind": "header", "detail": "gzip header mtime"}]}]}
 
 
 def review_ledger(ref: dict) -> dict:
@@ -122,7 +136,11 @@ def build_rich_release(root: str | Path) -> SyntheticRelease:
     rd, priv, ref, m = ReleaseDir(rel.root), rel.private_key, rel.candidate_ref, rel.manifest
     wheel = m["artifacts"][0]
     subject = [{"name": Path(wheel["path"]).name, "digest": {"sha256": wheel["sha256"]}}]
-    receipts = list(m["receipts"])
+    # Replace the reproducibility receipt with one whose sdist differed in an explained way.
+    repro = _reproducibility(ref, m["artifacts"])
+    entry = rd.add_receipt("reproducibility", sign_receipt("reproducibility", [
+        {"name": Path(a["path"]).name, "digest": {"sha256": a["sha256"]}} for a in m["artifacts"]], repro, priv))
+    receipts = [entry if r["kind"] == "reproducibility" else r for r in m["receipts"]]
     receipts.append(rd.add_receipt("lane", sign_receipt("lane", subject, _lane(ref, wheel), priv), "cpu-smoke"))
     for kind, pred in (("verdict-abba", _abba(ref)), ("verdict-noninferiority", _noninferiority(ref)),
                        ("verdict-determinism", _determinism(ref)), ("verdict-latency", _latency(ref))):
@@ -139,4 +157,4 @@ def build_rich_release(root: str | Path) -> SyntheticRelease:
     return rel
 
 
-__all__ = ["AWKWARD_TITLE", "T0", "build_rich_release", "review_ledger"]
+__all__ = ["AWKWARD_TITLE", "build_rich_release", "review_ledger"]

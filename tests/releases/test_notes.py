@@ -3,6 +3,7 @@ charts appear where the receipts have their data, and the bytes are deterministi
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import re
 import shutil
@@ -14,7 +15,7 @@ from typer.testing import CliRunner
 
 from releases import exit_codes
 from releases.errors import RecordError
-from releases.notes import render_notes
+from releases.notes import check_notes, render_notes, write_notes
 from releases.notes.cli import app as notes_app
 from tests.releases.notes_fixtures import AWKWARD_TITLE, build_rich_release
 
@@ -93,6 +94,7 @@ def test_every_markdown_link_resolves_to_the_value_printed(rich):
     hrefs = {h for _, h in links}
     # Figures from every kind of record, with the pointer forms the interface documents.
     for expected in ("receipts/lane-cpu-smoke.dsse.json#/predicate/phases/1/facts/seconds",
+                     "receipts/lane-cpu-smoke.dsse.json#/predicate/phases/1/facts/p99%20~1%20ms~0x",
                      "receipts/verdict-abba-cpu.dsse.json#/predicate/parameters/floor",
                      "receipts/verdict-abba-cpu.dsse.json#/predicate/cases/2/ratio",
                      "receipts/verdict-noninferiority-cpu.dsse.json#/predicate/metrics/0/bound",
@@ -101,6 +103,9 @@ def test_every_markdown_link_resolves_to_the_value_printed(rich):
                      "receipts/phase-cpu-smoke.generate.dsse.json#/predicate/facts/decode_tok_s/1",
                      "receipts/build-a.dsse.json#/predicate/buildDefinition/internalParameters/varied/umask",
                      "receipts/reproducibility.dsse.json#/predicate/files/0/identical",
+                     "receipts/reproducibility.dsse.json#/predicate/files/1/differences/0/detail",
+                     "receipts/reproducibility.dsse.json#/predicate/files/1/differences/1/member",
+                     "receipts/reproducibility.dsse.json#/predicate/waived/0",
                      "manifest.json#/artifacts/0/size", "manifest.json#/waivers/0/sha256",
                      "waivers/lane-latency-p99.json#/measured", "ledger.json#/items/1/disposition/issue",
                      "ledger.json#/closure/statement", "receipts/approval.dsse.json#/predicate/approver"):
@@ -131,7 +136,7 @@ def test_every_html_link_resolves_and_charts_are_drawn(rich):
     svgs = re.findall(r"<svg.*?</svg>", text)
     svg = next(s for s in svgs if "/predicate/parameters/floor" in s)
     assert 'href="receipts/verdict-abba-cpu.dsse.json#/predicate/parameters/floor"' in svg
-    assert svg.count("/predicate/cases/") == 6  # id and ratio of each of three cases
+    assert svg.count("/predicate/cases/") == 9  # id, ratio and status of each of three cases
 
 
 def test_charts_only_where_the_receipts_have_the_data(published_release):
@@ -148,6 +153,14 @@ def test_output_is_byte_deterministic_and_names_no_machine_path(rich, tmp_path):
         first = render_notes(rich.root, fmt)
         assert first == render_notes(rich.root, fmt) == render_notes(copy, fmt)
         assert str(rich.root.parent) not in first and str(tmp_path) not in first
+
+
+def test_notes_render_against_a_manifest_about_to_be_written(rich):
+    # The pipeline renders the notes just before it writes the published manifest.json.
+    for fmt in ("md", "html"):
+        assert render_notes(rich.root, fmt, manifest=rich.manifest) == render_notes(rich.root, fmt)
+    with pytest.raises(RecordError, match="manifest record manifest.json at /: 'version' is a required property"):
+        render_notes(rich.root, "md", manifest={k: v for k, v in rich.manifest.items() if k != "version"})
 
 
 def test_a_ready_release_says_it_is_not_approved_yet(ready_release):
@@ -182,3 +195,23 @@ def test_cli_writes_the_notes_and_refuses_bad_input(rich, tmp_path):
     result = runner.invoke(notes_app, [str(broken)])
     assert result.exit_code == exit_codes.BAD_INPUT
     assert "manifest.json" in result.output and "Traceback" not in result.output
+
+
+def test_notes_written_into_the_release_are_bound_and_checked_by_rendering_again(rich, tmp_path):
+    copy = tmp_path / "1.2.3"
+    shutil.copytree(rich.root, copy)
+    entries = write_notes(copy, manifest=rich.manifest)
+    assert [(e["path"], e["format"]) for e in entries] == [("notes/RELEASE-NOTES.md", "md"),
+                                                           ("notes/RELEASE-NOTES.html", "html")]
+    assert (copy / "notes/RELEASE-NOTES.md").read_text() == render_notes(rich.root, "md")
+    bound = {**rich.manifest, "notes": entries}
+    assert check_notes(copy, bound) == []
+    # An edited figure is caught: by digest, and (digest updated too) by rendering again.
+    md = copy / "notes/RELEASE-NOTES.md"
+    edited = md.read_bytes().replace(b"[0.97]", b"[0.99]", 1)
+    md.write_bytes(edited)
+    assert [(f.file, f.field) for f in check_notes(copy, bound)] == [("notes/RELEASE-NOTES.md", "sha256")]
+    entries[0] = {**entries[0], "sha256": hashlib.sha256(edited).hexdigest()}
+    failures = check_notes(copy, {**rich.manifest, "notes": entries})
+    assert [(f.file, f.message) for f in failures] == [
+        ("notes/RELEASE-NOTES.md", "the notes differ from what the records render")]
