@@ -17,7 +17,7 @@ from releases import approval as approval_mod
 from releases import manifest as mf, receipts
 from releases.canonical import canonical_json
 from releases.candidate import candidate_ref
-from releases.ledger import add_entry, build_ledger
+from releases.ledger import default_ledger
 from releases.publish import publish_release
 from releases.release_dir import CANDIDATE, ReleaseDir
 from releases.waivers import bind_waiver
@@ -42,10 +42,7 @@ def compose_manifest(cfg: Config, ws: Workspace, candidate: dict, packaged: dict
     rd, key = ReleaseDir(ws.release), _key(cfg)
     public = rd.add_public_key(key.public_key())
     receipts_ = _receipt_entries(ws)
-    ledger = build_ledger(ref)
-    for r in receipts_:
-        ledger = add_entry(ledger, id=f"{r['kind']}{'-' + r['label'] if r['label'] else ''}", subject_sha256=r["sha256"],
-                           decision="accept", role="pipeline", at=now())
+    ledger = default_ledger(ref, at=now())  # no reviewer input yet: says so, claims no review
     waiver_entries = [rd.add_waiver(bind_waiver(w, ref)) for w in waivers]
     manifest = mf.new_manifest(candidate["release_version"], ref)
     manifest = mf.transition(manifest, "candidate", candidate_record={"path": CANDIDATE, "sha256": _sha(ws, CANDIDATE)},
