@@ -38,8 +38,11 @@ def _candidate(path: Path) -> dict:
     return candidate_ref(validate("candidate", record, str(path)))
 
 
-def _read(path: Path, candidate: Optional[Path] = None) -> dict:
+def _read(path: Path, candidate: Optional[Path] = None, *, editing: bool = False) -> dict:
     if path.suffix == ".toml":
+        if editing:
+            raise _fail(exit_codes.USAGE, f"{path}: edit a TOML review file in an editor, or `import` it into a "
+                                          "ledger JSON file and edit that")
         if candidate is None:
             raise _fail(exit_codes.USAGE, f"{path}: a TOML review file needs --candidate to bind it")
         return load_review_toml(path, _candidate(candidate))
@@ -94,7 +97,7 @@ def add_item_cmd(
     seat: Optional[str] = typer.Option(None, "--seat", help="the seat (role) that raised it"),
 ) -> None:
     """Record an open item."""
-    _guard(lambda: _write(ledger, add_item(_read(ledger), id=item_id, title=title, priority=priority,
+    _guard(lambda: _write(ledger, add_item(_read(ledger, editing=True), id=item_id, title=title, priority=priority,
                                            in_scope=not out_of_scope, seat=seat)))
     typer.echo(f"{ledger}: item {item_id} added (open)")
 
@@ -112,7 +115,7 @@ def dispose_cmd(
 ) -> None:
     """Set an item's disposition: fixed (with evidence), deferred (with an issue), accepted-risk
     (with a reason and who), or open again."""
-    _guard(lambda: _write(ledger, dispose(_read(ledger), item_id, disposition(
+    _guard(lambda: _write(ledger, dispose(_read(ledger, editing=True), item_id, disposition(
         status, commit=commit, receipt_sha256=receipt_sha256, issue=issue, reason=reason, by=by))))
     typer.echo(f"{ledger}: item {item_id} {status}")
 
@@ -125,7 +128,8 @@ def round_cmd(
     aborted: int = typer.Option(0, "--aborted", help="seats whose review was aborted"),
 ) -> None:
     """Record the next review round's counts (they add up to the number of seats)."""
-    _guard(lambda: _write(ledger, add_round(_read(ledger), completed=completed, missing=missing, aborted=aborted)))
+    _guard(lambda: _write(ledger, add_round(_read(ledger, editing=True), completed=completed, missing=missing,
+                                            aborted=aborted)))
     typer.echo(f"{ledger}: round recorded")
 
 
@@ -138,7 +142,7 @@ def close_cmd(
 ) -> None:
     """The accountable lead closes the review; refused (exit 1) while an in-scope P0/P1 item is open."""
     record: dict = {}
-    _guard(lambda: record.update(_read(ledger)))
+    _guard(lambda: record.update(_read(ledger, editing=True)))
     blocking = [p for p in closure_problems(record) if "has no closure" not in p]
     if blocking:
         raise _fail(exit_codes.FAILED, f"{ledger}: cannot close:\n" + "\n".join(f"  - {p}" for p in blocking))

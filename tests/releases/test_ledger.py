@@ -3,6 +3,8 @@ file, the default ledger, the summary and the `assay review` commands."""
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -254,9 +256,21 @@ def test_review_import_validates_the_toml_file(tmp_path, published_release):
     assert json.loads(out.read_text()) == load_review_toml(good, published_release.candidate_ref)
     assert _run("check", good, "--candidate", cand).exit_code == exit_codes.OK
     assert _run("check", good).exit_code == exit_codes.USAGE
+    edit = _run("add-item", good, "R9", "--title", "t", "--priority", "P3")
+    assert edit.exit_code == exit_codes.USAGE and "import" in edit.output
     bad = _toml(tmp_path, name="bad.toml").read_text().replace('priority = "P1"', 'priority = "urgent"')
     (tmp_path / "bad.toml").write_text(bad)
     result = _run("import", tmp_path / "bad.toml", "--candidate", cand, "--out", tmp_path / "bad.json")
     assert result.exit_code == exit_codes.BAD_INPUT
     assert "bad.toml" in result.output and "/items/0/priority" in result.output and "P0" in result.output
     assert not (tmp_path / "bad.json").exists()
+
+
+def test_the_documented_example_is_a_closed_review(tmp_path):
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "REVIEW.md").read_text()
+    example = re.search(r"```toml\n(.*?)```", doc, re.S).group(1)
+    path = tmp_path / "review.toml"
+    path.write_text(example)
+    led = load_review_toml(path, REF)
+    assert [i["disposition"]["status"] for i in led["items"]] == ["fixed", "deferred", "accepted-risk"]
+    assert closure_problems(led) == [] and not is_unreviewed(led)
