@@ -14,9 +14,14 @@ import pytest
 from typer.testing import CliRunner
 
 from releases import exit_codes
+from releases import manifest as mf
 from releases.errors import RecordError
+from releases.ledger import default_ledger, new_ledger
+from releases.ledger_edits import add_item
 from releases.notes import check_notes, render_notes, write_notes
 from releases.notes.cli import app as notes_app
+from releases.release_dir import ReleaseDir
+from tests.releases.fixtures import T1, build_release
 from tests.releases.notes_fixtures import AWKWARD_TITLE, build_rich_release
 
 MD_LINK = re.compile(r"\[((?:\\.|[^\\\]])*)\]\(([^)\s]*)\)")
@@ -215,3 +220,27 @@ def test_notes_written_into_the_release_are_bound_and_checked_by_rendering_again
     failures = check_notes(copy, {**rich.manifest, "notes": entries})
     assert [(f.file, f.message) for f in failures] == [
         ("notes/RELEASE-NOTES.md", "the notes differ from what the records render")]
+
+
+def _with_ledger(tmp_path, ledger_for):
+    rel = build_release(tmp_path / "1.2.3", state="ready")
+    rd = ReleaseDir(rel.root)
+    m = mf.update(rel.manifest, ledger=rd.add_ledger(ledger_for(rel.candidate_ref)))
+    rd.write_manifest(m, rel.private_key)
+    return render_notes(rel.root, "md")
+
+
+def test_notes_say_when_no_review_took_place(tmp_path):
+    text = _with_ledger(tmp_path, lambda ref: default_ledger(ref, at=T1))
+    assert ("No reviewer supplied a ledger for this candidate: [no review items were recorded]"
+            "(ledger.json#/closure/statement) (recorded by [pipeline](ledger.json#/closure/by)") in text
+
+
+def test_notes_name_the_items_that_block_closure(tmp_path):
+    def open_p1(ref):
+        led = new_ledger(ref, review_id="rc-1", base=None, seats=[{"role": "kernels"}])
+        return add_item(led, id="R7", title="use-after-free", priority="P1")
+
+    text = _with_ledger(tmp_path, open_p1)
+    assert "is not met; open: [R7](ledger.json#/items/0/id)." in text
+    assert "The accountable lead has not closed the review." in text
