@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from releases.candidate import require_candidate
+from releases.canonical import load_json_bytes
 from releases.errors import RecordError
 from releases.schema import validate
 
@@ -128,6 +129,18 @@ def load_review_toml(path: str | Path, candidate: dict) -> dict:
     record = {"ledger_schema": LEDGER_SCHEMA, "candidate": dict(candidate), "head": candidate.get("commit"),
               "base": None, "seats": [], "rounds": [], "items": [], "closure": None, **doc}
     return bind_ledger(record, candidate, where=where)
+
+
+def load_ledger_file(path: str | Path, candidate: dict) -> dict:
+    """A reviewers' ledger for `candidate` from a `.toml` review file or a ledger JSON file,
+    validated and bound (errors name the file)."""
+    if Path(path).suffix == ".toml":
+        return load_review_toml(path, candidate)
+    try:
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        raise RecordError(f"cannot read the ledger: {exc.strerror or exc}", where=str(path)) from exc
+    return bind_ledger(load_json_bytes(data, where=str(path)), candidate, where=str(path))
 
 
 def _plain(value: Any, pointer: str, where: str) -> Any:

@@ -13,7 +13,7 @@ from releases import exit_codes
 from releases.candidate import candidate_ref
 from releases.errors import RecordError, SchemaError
 from releases.ledger import (NO_REVIEW_STATEMENT, bind_ledger, check_ledger, closure_problems, default_ledger,
-                             is_unreviewed, ledger_summary, load_review_toml, new_ledger)
+                             is_unreviewed, ledger_summary, load_ledger_file, load_review_toml, new_ledger)
 from releases.ledger_edits import add_item, add_round, close, disposition, dispose
 from releases.review_cli import app as review_app
 from tests.releases.fixtures import COMMIT, T1, candidate_record
@@ -274,3 +274,18 @@ def test_the_documented_example_is_a_closed_review(tmp_path):
     led = load_review_toml(path, REF)
     assert [i["disposition"]["status"] for i in led["items"]] == ["fixed", "deferred", "accepted-risk"]
     assert closure_problems(led) == [] and not is_unreviewed(led)
+
+
+def test_load_ledger_file_reads_toml_or_json_and_binds(tmp_path):
+    toml_path = _toml(tmp_path, '{ status = "deferred", issue = "#17" }')
+    led = load_ledger_file(toml_path, REF)
+    json_path = tmp_path / "ledger.json"
+    json_path.write_text(json.dumps(led))
+    assert load_ledger_file(json_path, REF) == led
+    with pytest.raises(RecordError, match="names another candidate") as info:
+        load_ledger_file(json_path, OTHER)
+    assert info.value.where == str(json_path)
+    json_path.write_text("{")
+    with pytest.raises(RecordError, match="not JSON") as info:
+        load_ledger_file(json_path, REF)
+    assert info.value.where == str(json_path)
