@@ -21,6 +21,7 @@ from releases.ledger_edits import add_item
 from releases.notes import check_notes, render_notes, write_notes
 from releases.notes.cli import app as notes_app
 from releases.release_dir import ReleaseDir
+from releases.verify import verify_release
 from tests.releases.fixtures import T1, build_release
 from tests.releases.notes_fixtures import AWKWARD_TITLE, build_rich_release
 
@@ -227,6 +228,8 @@ def _with_ledger(tmp_path, ledger_for):
     rd = ReleaseDir(rel.root)
     m = mf.update(rel.manifest, ledger=rd.add_ledger(ledger_for(rel.candidate_ref)))
     rd.write_manifest(m, rel.private_key)
+    report = verify_release(rel.root, require_ready=True)
+    assert report.ok, report.failures  # the ledger record itself verifies (the closure rule is verify's to add)
     return render_notes(rel.root, "md")
 
 
