@@ -2,8 +2,8 @@
 plus a lane with several phases and facts, the four verdicts, a `phase` receipt, a real review
 ledger and an approval. Built with the real record, crypto and writer code.
 
-The `phase` receipt is signed by hand (dsse.sign over a Statement) because its predicate type
-is not registered in releases.receipts yet; the notes render any kind generically.
+The `phase` receipt is signed and written by hand (dsse.sign over a Statement) because its
+predicate type is not registered in releases.receipts yet; the notes render any kind generically.
 """
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from releases.canonical import canonical_json
 from releases.ledger import new_ledger
 from releases.ledger_edits import add_item, add_round, close, disposition, dispose
 from releases.receipts import STATEMENT_TYPE, sign_receipt
-from releases.release_dir import ReleaseDir
+from releases.release_dir import ReleaseDir, receipt_path, write_json
 from tests.releases.fixtures import APPROVERS, T1, SyntheticRelease, build_release
 
 H = "ab" * 32
@@ -145,7 +145,10 @@ def build_rich_release(root: str | Path) -> SyntheticRelease:
     for kind, pred in (("verdict-abba", _abba(ref)), ("verdict-noninferiority", _noninferiority(ref)),
                        ("verdict-determinism", _determinism(ref)), ("verdict-latency", _latency(ref))):
         receipts.append(rd.add_receipt(kind, sign_receipt(kind, subject, pred, priv), "cpu"))
-    receipts.append(rd.add_receipt("phase", _phase_envelope(ref, wheel, priv), "cpu-smoke.generate"))
+    # Written beside ReleaseDir.add_receipt, which refuses a kind without a registered predicate type.
+    phase_path = receipt_path("phase", "cpu-smoke.generate")
+    receipts.append({"kind": "phase", "label": "cpu-smoke.generate", "path": phase_path,
+                     "sha256": write_json(rel.root / phase_path, _phase_envelope(ref, wheel, priv))})
     m = mf.update(m, receipts=receipts, ledger=rd.add_ledger(review_ledger(ref)))
     appr = approval_mod.build_approval(m, decision="approve", approver="release-manager", allowed_approvers=APPROVERS,
                                        reason="all gates green", acknowledged_waivers=["lane-latency-p99"],

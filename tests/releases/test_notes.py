@@ -59,6 +59,11 @@ def resolve_link(root, href: str):
     return doc
 
 
+def receipt(rel, kind: str, label: str | None = None) -> str:
+    """The path the manifest binds a receipt at (the layout is the release directory's to decide)."""
+    return next(r["path"] for r in rel.manifest["receipts"] if (r["kind"], r["label"]) == (kind, label))
+
+
 def md_links(text: str) -> list[tuple[str, str]]:
     unescape = lambda s: MD_UNESCAPE.sub(lambda m: m.group(1) if m.group(1) is not None else "\n", s)  # noqa: E731
     return [(unescape(m.group(1)), m.group(2)) for m in MD_LINK.finditer(text)]
@@ -99,22 +104,21 @@ def test_every_markdown_link_resolves_to_the_value_printed(rich):
         assert shown == printed(resolve_link(rich.root, href)), href
     hrefs = {h for _, h in links}
     # Figures from every kind of record, with the pointer forms the interface documents.
-    for expected in ("receipts/lane-cpu-smoke.dsse.json#/predicate/phases/1/facts/seconds",
-                     "receipts/lane-cpu-smoke.dsse.json#/predicate/phases/1/facts/p99%20~1%20ms~0x",
-                     "receipts/verdict-abba-cpu.dsse.json#/predicate/parameters/floor",
-                     "receipts/verdict-abba-cpu.dsse.json#/predicate/cases/2/ratio",
-                     "receipts/verdict-noninferiority-cpu.dsse.json#/predicate/metrics/0/bound",
-                     "receipts/verdict-latency-cpu.dsse.json#/predicate/positions/1/margin_s",
-                     "receipts/verdict-determinism-cpu.dsse.json#/predicate/first_difference/prompt",
-                     "receipts/phase-cpu-smoke.generate.dsse.json#/predicate/facts/decode_tok_s/1",
-                     "receipts/build-a.dsse.json#/predicate/buildDefinition/internalParameters/varied/umask",
-                     "receipts/reproducibility.dsse.json#/predicate/files/0/identical",
-                     "receipts/reproducibility.dsse.json#/predicate/files/1/differences/0/detail",
-                     "receipts/reproducibility.dsse.json#/predicate/files/1/differences/1/member",
-                     "receipts/reproducibility.dsse.json#/predicate/waived/0",
+    lane, abba = receipt(rich, "lane", "cpu-smoke"), receipt(rich, "verdict-abba", "cpu")
+    repro = receipt(rich, "reproducibility")
+    for expected in (f"{lane}#/predicate/phases/1/facts/seconds",
+                     f"{lane}#/predicate/phases/1/facts/p99%20~1%20ms~0x",
+                     f"{abba}#/predicate/parameters/floor", f"{abba}#/predicate/cases/2/ratio",
+                     f"{receipt(rich, 'verdict-noninferiority', 'cpu')}#/predicate/metrics/0/bound",
+                     f"{receipt(rich, 'verdict-latency', 'cpu')}#/predicate/positions/1/margin_s",
+                     f"{receipt(rich, 'verdict-determinism', 'cpu')}#/predicate/first_difference/prompt",
+                     f"{receipt(rich, 'phase', 'cpu-smoke.generate')}#/predicate/facts/decode_tok_s/1",
+                     f"{receipt(rich, 'build', 'a')}#/predicate/buildDefinition/internalParameters/varied/umask",
+                     f"{repro}#/predicate/files/0/identical", f"{repro}#/predicate/files/1/differences/0/detail",
+                     f"{repro}#/predicate/files/1/differences/1/member", f"{repro}#/predicate/waived/0",
                      "manifest.json#/artifacts/0/size", "manifest.json#/waivers/0/sha256",
                      "waivers/lane-latency-p99.json#/measured", "ledger.json#/items/1/disposition/issue",
-                     "ledger.json#/closure/statement", "receipts/approval.dsse.json#/predicate/approver"):
+                     "ledger.json#/closure/statement", f"{rich.manifest['approval']['path']}#/predicate/approver"):
         assert expected in hrefs, expected
     assert (AWKWARD_TITLE, "ledger.json#/items/1/title") in links
 
@@ -141,7 +145,7 @@ def test_every_html_link_resolves_and_charts_are_drawn(rich):
     # The floor and every charted ratio are labelled with linked figures inside the SVG.
     svgs = re.findall(r"<svg.*?</svg>", text)
     svg = next(s for s in svgs if "/predicate/parameters/floor" in s)
-    assert 'href="receipts/verdict-abba-cpu.dsse.json#/predicate/parameters/floor"' in svg
+    assert f'href="{receipt(rich, "verdict-abba", "cpu")}#/predicate/parameters/floor"' in svg
     assert svg.count("/predicate/cases/") == 9  # id, ratio and status of each of three cases
 
 
@@ -177,11 +181,12 @@ def test_a_ready_release_says_it_is_not_approved_yet(ready_release):
 def test_an_altered_receipt_is_refused_by_name(rich, tmp_path):
     copy = tmp_path / "1.2.3"
     shutil.copytree(rich.root, copy)
-    path = copy / "receipts" / "verdict-abba-cpu.dsse.json"
+    rel_path = receipt(rich, "verdict-abba", "cpu")
+    path = copy / rel_path
     path.write_bytes(path.read_bytes().replace(b'"payload":"', b'"payload":"eyJ'))
     with pytest.raises(RecordError) as info:
         render_notes(copy, "md")
-    assert info.value.where == "receipts/verdict-abba-cpu.dsse.json"
+    assert info.value.where == rel_path
     assert "sha256 differs from the manifest's" in str(info.value)
 
 
