@@ -11,7 +11,10 @@ from releases.schema import validate
 MANIFEST_SCHEMA = "assay/manifest/v1"
 STATES = ("draft", "candidate", "ready", "published")
 _NEXT = {"draft": "candidate", "candidate": "ready", "ready": "published"}
-_IDENTITY = ("manifest_schema", "version", "candidate", "state", "approval")
+_IDENTITY = ("manifest_schema", "version", "candidate", "state", "approval", "notes")
+# Set only by the move to published, and left out of what an approval binds: the approval is
+# given on the ready manifest, and the notes are rendered from the records once it is given.
+_AT_PUBLISH = ("approval", "notes")
 
 
 def new_manifest(version: str, candidate: dict) -> dict:
@@ -67,7 +70,7 @@ def update(manifest: dict, **fields: Any) -> dict:
 
 def approval_digest(manifest: dict) -> str:
     """The digest an approval binds: the manifest as it stood when ready (no approval, state ready)."""
-    ready = {k: v for k, v in manifest.items() if k != "approval"}
+    ready = {k: v for k, v in manifest.items() if k not in _AT_PUBLISH}
     ready["state"] = "ready"
     return digest(ready)
 
@@ -82,8 +85,9 @@ def transition(manifest: dict, to_state: str, **fields: Any) -> dict:
     bad = sorted(set(fields) & {"manifest_schema", "version", "candidate", "state"})
     if bad:
         raise RecordError(f"a transition cannot change {', '.join(bad)}", where="manifest.json")
-    if "approval" in fields and to_state != "published":
-        raise RecordError("approval is set only by the transition to published", where="manifest.json")
+    early = sorted(set(fields) & set(_AT_PUBLISH)) if to_state != "published" else []
+    if early:
+        raise RecordError(f"{', '.join(early)} is set only by the transition to published", where="manifest.json")
     out = copy.deepcopy(manifest)
     out.update(copy.deepcopy(fields))
     out["state"] = to_state

@@ -24,7 +24,8 @@ from releases.candidate import candidate_ref, candidate_subject, require_candida
 from releases.canonical import canonical_json, file_sha256, load_json_bytes
 from releases.clock import utc_now
 from releases.errors import RecordError
-from releases.ledger import add_entry, build_ledger
+from releases.ledger import bind_ledger, default_ledger, require_closed
+from releases.notes import write_notes
 from releases.publish import PublishResult, publish_release
 from releases.release_dir import CANDIDATE, MANIFEST, ReleaseDir
 from releases.verify import VerificationReport, verify_release
@@ -141,17 +142,14 @@ class ReleaseStager:
     # -- composing, approving, publishing -------------------------------------------------------
 
     def compose(self, *, waivers: Iterable[dict] = (), ledger: dict | None = None) -> dict:
-        """draft -> candidate -> ready over everything staged; binds the ledger and the waivers.
-        Without a ledger, the pipeline's own: one `accept` entry per receipt, role `pipeline`."""
+        """draft -> candidate -> ready over everything staged; binds the review ledger (refused
+        unless it is about this candidate and closed: no open in-scope P0/P1) and the waivers.
+        Without a ledger, the honest default: no review items were recorded."""
         ref = self._index.get("candidate")
         if ref is None:
             raise RecordError("compose needs a staged candidate", where=INDEX)
         staged = self.receipts
-        if ledger is None:
-            ledger = build_ledger(ref)
-            for r in staged:
-                ledger = add_entry(ledger, id=_entry_id(r), subject_sha256=r["sha256"], decision="accept",
-                                   role="pipeline", at=utc_now())
+        ledger = require_closed(bind_ledger(ledger, ref)) if ledger is not None else default_ledger(ref, at=utc_now())
         waiver_entries = [self.dir.add_waiver(bind_waiver(w, ref)) for w in waivers]
         manifest = mf.new_manifest(self.candidate["release_version"], ref)
         manifest = mf.transition(manifest, "candidate",
@@ -173,8 +171,9 @@ class ReleaseStager:
                               private_markers=private_markers)
 
     def record_approval(self, decision: dict, *, allowed_approvers: Iterable[str], flow_run_id: str) -> Approval:
-        """Sign the decision over the ready manifest; an approval also moves the manifest to
-        published (in the staged directory: nothing is uploaded until publish)."""
+        """Sign the decision over the ready manifest; an approval also renders the release notes
+        and moves the manifest to published (in the staged directory: nothing is uploaded until
+        publish)."""
         ready = self.manifest()
         record = approval_mod.build_approval(
             ready, decision=decision["decision"], approver=decision["approver"], allowed_approvers=allowed_approvers,
@@ -184,7 +183,10 @@ class ReleaseStager:
         if record["decision"] != "approve":
             return Approval(record, envelope, None)
         entry = self.dir.add_approval(envelope, record, record["manifest_sha256"])
-        published = mf.transition(ready, "published", approval=entry)
+        # The notes render from the published records (the approval included); the renderer
+        # ignores the manifest's own `notes` entry, so binding them changes none of their bytes.
+        notes = write_notes(self.root, manifest=mf.transition(ready, "published", approval=entry))
+        published = mf.transition(ready, "published", approval=entry, notes=notes)
         self.dir.write_manifest(published, self._key)
         return Approval(record, envelope, published)
 
@@ -194,8 +196,3 @@ class ReleaseStager:
         return publish_release(self.root, store, published["version"], progress=progress,
                                public_key=self.public_key)
 
-
-def _entry_id(entry: dict) -> str:
-    """A ledger entry id for a receipt entry: kind and label, '/' folded to '.' (ids are labels)."""
-    label = (entry["label"] or "").replace("/", ".")
-    return f"{entry['kind']}-{label}" if label else entry["kind"]

@@ -96,7 +96,7 @@ def named_files(manifest: dict) -> dict[str, tuple[str, str]]:
     for key in ("candidate_record", "sums", "ledger", "public_key", "approval"):
         if key in manifest:
             named[manifest[key]["path"]] = (key, manifest[key]["sha256"])
-    for key in ("artifacts", "sboms", "receipts", "waivers"):
+    for key in ("artifacts", "sboms", "receipts", "waivers", "notes"):
         for i, entry in enumerate(manifest.get(key, [])):
             named[entry["path"]] = (f"{key}/{i}", entry["sha256"])
     return named
@@ -104,7 +104,7 @@ def named_files(manifest: dict) -> dict[str, tuple[str, str]]:
 
 def _check_unique_paths(check: Checker, manifest: dict, named: dict[str, tuple[str, str]]) -> None:
     total = sum(1 for k in ("candidate_record", "sums", "ledger", "public_key", "approval") if k in manifest)
-    total += sum(len(manifest.get(k, [])) for k in ("artifacts", "sboms", "receipts", "waivers"))
+    total += sum(len(manifest.get(k, [])) for k in ("artifacts", "sboms", "receipts", "waivers", "notes"))
     if total != len(named) or named.keys() & {MANIFEST, MANIFEST_SIG}:
         check.fail(MANIFEST, "", "the manifest names one path twice (or names manifest.json/manifest.sig)")
 

@@ -25,7 +25,8 @@ from releases import approval as approval_mod
 from releases import keys, manifest as mf
 from releases.candidate import candidate_ref
 from releases.canonical import file_sha256
-from releases.ledger import add_entry, build_ledger
+from releases.ledger import new_ledger
+from releases.ledger_edits import add_item, close
 from releases.receipts import sign_receipt
 from releases.release_dir import ReleaseDir
 from releases.waivers import build_waiver
@@ -148,8 +149,9 @@ def build_release(root: str | Path, *, version: str = "1.2.3", state: str = "pub
            "window": {"lease": None, "opened_at": T0, "closed_at": T1, "held_s": 600, "max_hold_s": 1800,
                       "restored": True, "restore_diff": []}}
     receipts.append(rd.add_receipt("acceptance", sign_receipt("acceptance", _subjects(arts), acc, priv)))
-    ledger = add_entry(build_ledger(ref), id="review-1", subject_sha256=receipts[3]["sha256"], decision="accept",
-                       role="reviewer", at=T1)
+    ledger = add_item(new_ledger(ref, review_id="review-1", base="0" * 40, seats=[{"role": "reviewer"}]),
+                      id="R1", title="bounds check in the decode kernel", priority="P2")
+    ledger = close(ledger, by="release-manager", statement="no blocking items", at=T1)
     waiver = build_waiver(ref, id="lane-latency-p99", scope="lane", subject="h200/latency-p99",
                           measured="p99 +3.1% (bound +3%)", approved_by="oncall-lead", reason="known noisy lane")
     m = mf.update(m, artifacts=arts, sboms=sboms, sums=sums, receipts=receipts,

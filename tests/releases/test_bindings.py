@@ -5,7 +5,6 @@ import pytest
 
 from releases.approval import build_approval, check_approver
 from releases.errors import ApprovalRefused, RecordError, SchemaError
-from releases.ledger import add_entry, bind_ledger, build_ledger
 from releases.manifest import approval_digest
 from releases.waivers import bind_waiver, build_waiver
 from tests.releases.fixtures import APPROVERS, T1
@@ -58,12 +57,3 @@ def test_waiver_about_another_candidate_is_refused(ready_release):
                      approved_by="a", reason="r")
     assert info.value.path == "/scope"
 
-
-def test_ledger(ready_release):
-    ledger = add_entry(build_ledger(ready_release.candidate_ref), id="e1", subject_sha256="a" * 64,
-                       decision="note", role="reviewer", at=T1)
-    assert bind_ledger(ledger, ready_release.candidate_ref)["entries"][0]["id"] == "e1"
-    with pytest.raises(RecordError, match="already has an entry 'e1'"):
-        add_entry(ledger, id="e1", subject_sha256="a" * 64, decision="note", role="reviewer", at=T1)
-    with pytest.raises(RecordError, match="ledger record names another candidate"):
-        bind_ledger(ledger, OTHER)

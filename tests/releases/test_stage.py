@@ -79,6 +79,8 @@ def test_a_verdict_receipt_with_a_dashed_kind_is_composed_published_verified_and
     approval = stager.record_approval({"decision": "approve", "approver": "ops", "reason": "green"},
                                       allowed_approvers=["ops"], flow_run_id="run-1")
     assert approval.manifest["state"] == "published"
+    assert sorted(n["format"] for n in approval.manifest["notes"]) == ["html", "md"]
+    assert "verdict-abba" in (stager.root / "notes" / "RELEASE-NOTES.md").read_text()
     result = stager.publish(LocalStore(tmp_path / "store"))
     published = tmp_path / "store" / VERSION
     assert result.report.ok and result.version == VERSION

@@ -138,10 +138,10 @@ def test_private_marker_in_a_record_is_named(ready_release):
 def test_secrets_in_ledger_are_named(ready_release, secret, name):
     rel = ready_release.files["ledger"]
     ledger = json.loads((ready_release.root / rel).read_text())
-    ledger["entries"][0]["note_hint"] = secret  # schema failure too; the scan must still name the field
+    ledger["items"][0]["note_hint"] = secret  # schema failure too; the scan must still name the field
     _rebind(ready_release, rel, canonical_json(ledger))
     report = verify_release(ready_release.root)
-    hits = [f for f in report.failures if f.file == rel and f.field == "/entries/0/note_hint"]
+    hits = [f for f in report.failures if f.file == rel and f.field == "/items/0/note_hint"]
     assert hits and name in hits[0].message
 
 
