@@ -25,11 +25,15 @@ err = Console(stderr=True)
 def _mount() -> None:
     from hosts.cli import app as hosts_app
     from releases import cli as releases_cli
+    from releases.notes.cli import notes
+    from releases.review_cli import app as review_app
 
     app.command("verify", help=releases_cli.verify.__doc__)(releases_cli.verify)
     release_app.command("show", help=releases_cli.show.__doc__)(releases_cli.show)
     app.add_typer(release_app, name="release")
     app.add_typer(hosts_app, name="hosts", help="Inventory hosts: check them, trust their keys.")
+    app.add_typer(review_app, name="review", help="Create and update a candidate's review ledger.")
+    app.command("notes", help=notes.__doc__)(notes)
 
 
 @app.command()

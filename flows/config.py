@@ -79,6 +79,12 @@ class Config:
         return int(self.raw["release"].get("approval_poll_s", 5))
 
     @property
+    def review_ledger(self) -> Path | None:
+        """The reviewers' ledger file ([review].ledger), or None when nobody supplied one."""
+        path = self.raw.get("review", {}).get("ledger")
+        return self._path(path) if path else None
+
+    @property
     def state_dir(self) -> Path:
         return self._path(self.raw.get("paths", {}).get("state", ".assay"))
 

@@ -17,7 +17,6 @@ from flows.approval import wait_for_approval
 from flows.config import load_config
 from flows.errors import ReleaseRejected
 from flows.stores import open_store
-from flows.summaries import manifest_md
 from flows.workspace import Workspace
 from releases.errors import PublishRefused
 
@@ -45,12 +44,12 @@ def release_candidate(config: str | None = None, ref: str = "HEAD", allow_dirty:
     steps.package_release(cfg, ws, candidate, builds)
     for lane in cfg.lanes:
         steps.qualify_lane(cfg, ws, candidate, lane, steps.wheel_of(builds[0]), run_id)
-    manifest = steps.compose_release(cfg, ws, waiver_records)
+    ready = steps.compose_release(cfg, ws, waiver_records)
     steps.verify_staged(cfg, ws)
 
     log.info("Release %s is ready and waits for approval (approvers: %s)", version, ", ".join(cfg.approvers))
     try:
-        decision = wait_for_approval(manifest_md(manifest), approval_timeout_s or cfg.approval_timeout_s,
+        decision = wait_for_approval(ready["summary"], approval_timeout_s or cfg.approval_timeout_s,
                                      cfg.approval_poll_s, cfg.approvers,
                                      on_refused=lambda d: log.warning(
                                          "Refused a %s from %r: not listed in [release].approvers; waiting again",

@@ -19,7 +19,9 @@ from flows.stores import open_store, store_location
 from flows.workspace import Workspace
 from gates.lane import run_lane
 from releases.candidate import candidate_ref
+from releases.ledger import ledger_summary, load_ledger_file
 from releases.receipts import subject
+from releases.release_dir import read_json
 from releases.stage import ReleaseStager
 
 
@@ -118,10 +120,15 @@ def qualify_lane(cfg: Config, ws: Workspace, candidate: dict, lane: Lane, wheel:
 
 @task(name="compose manifest")
 def compose_release(cfg: Config, ws: Workspace, waivers: list[dict]) -> dict:
-    """draft -> candidate -> ready over everything staged, binding the ledger and the waivers."""
-    manifest = stager(cfg, ws).compose(waivers=waivers)
-    create_markdown_artifact(key="manifest", markdown=summaries.manifest_md(manifest), description="The ready manifest")
-    return manifest
+    """draft -> candidate -> ready over everything staged, binding the reviewers' ledger (closed)
+    and the waivers; returns the approval summary."""
+    staged = stager(cfg, ws)
+    ref = candidate_ref(staged.candidate)
+    ledger = load_ledger_file(cfg.review_ledger, ref) if cfg.review_ledger else None
+    manifest = staged.compose(waivers=waivers, ledger=ledger)
+    summary = summaries.manifest_md(manifest, ledger_summary(read_json(staged.root / manifest["ledger"]["path"])))
+    create_markdown_artifact(key="manifest", markdown=summary, description="The ready manifest")
+    return {"manifest": manifest, "summary": summary}
 
 
 @task(name="verify release directory")

@@ -46,8 +46,9 @@ def lane_failure(record: dict) -> str:
     return f"lane {record['lane']} verdict {record['verdict']}: " + "; ".join(bad)
 
 
-def manifest_md(manifest: dict) -> str:
-    """The approval summary: identity, every receipt with its kind and label, assets, waivers."""
+def manifest_md(manifest: dict, ledger_md: str = "") -> str:
+    """The approval summary: identity, every receipt with its kind and label, assets, waivers and
+    the review ledger's state."""
     cand = manifest["candidate"]
     lines = [f"## Release {manifest['version']} — {manifest['state']}", "",
              f"Candidate `{cand['commit']}` (tree `{cand['tree'][:12]}`, id `{cand['id'][:16]}`)", "",
@@ -57,6 +58,8 @@ def manifest_md(manifest: dict) -> str:
     lines += [f"| {a['path']} | `{a['sha256'][:16]}` |" for a in manifest.get("artifacts", []) + manifest.get("sboms", [])]
     waivers = manifest.get("waivers", [])
     lines += ["", f"Waivers bound: {', '.join(w['id'] for w in waivers) if waivers else 'none'}"]
+    if ledger_md:
+        lines += ["", ledger_md]
     return "\n".join(lines)
 
 

@@ -133,3 +133,20 @@ def test_a_rejection_is_signed_but_publishes_nothing(tmp_path, key):
                                       allowed_approvers=["ops"], flow_run_id="run-1")
     assert decision.manifest is None and decision.record["decision"] == "reject"
     assert stager.manifest()["state"] == "ready"
+
+
+def test_compose_refuses_a_ledger_with_an_open_in_scope_p1_and_binds_it_once_deferred(tmp_path, key):
+    from releases.ledger import new_ledger
+    from releases.ledger_edits import add_item, close, disposition, dispose
+
+    stager = _stage_ready(tmp_path / "ws", key)
+    ref = candidate_ref(stager.candidate)
+    ledger = add_item(new_ledger(ref, review_id="rv-1", base="0" * 40), id="P1-race", title="lease race",
+                      priority="P1")
+    with pytest.raises(RecordError, match="P1-race"):
+        stager.compose(ledger=ledger)
+    assert not (stager.root / "manifest.json").exists()
+    ledger = dispose(ledger, "P1-race", disposition("deferred", issue="#42"))
+    ledger = close(ledger, by="lead", statement="deferred with an issue")
+    manifest = stager.compose(ledger=ledger)
+    assert json.loads((stager.root / manifest["ledger"]["path"]).read_text())["review_id"] == "rv-1"
