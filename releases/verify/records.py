@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 from pathlib import PurePosixPath
-from typing import TYPE_CHECKING
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
@@ -11,9 +10,7 @@ from releases.candidate import candidate_mismatch, record_candidate
 from releases.errors import RecordError, SchemaError
 from releases.manifest import approval_digest
 from releases.receipts import open_receipt
-
-if TYPE_CHECKING:
-    from releases.verify import Checker
+from releases.verify.checker import Checker
 
 _CANDIDATE_FIELD = {"build": "payload/predicate/buildDefinition/externalParameters/candidate",
                     "candidate": "payload/predicate"}
