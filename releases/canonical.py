@@ -3,12 +3,18 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
+import re
 from pathlib import Path
 from typing import Any
 
 from releases.errors import RecordError
 
 _CHUNK = 1 << 20
+MAX_DEPTH = 64  # records nest a dozen levels; a bound keeps hostile input from exhausting the stack
+MAX_SAFE_INTEGER = 2**53 - 1  # RFC 8785 / I-JSON: integers beyond this are not exact in other languages
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.S)
+_BRACKET = re.compile(r"[\[\]{}]")
 
 
 def _check_keys(obj: Any, path: str) -> None:
@@ -45,6 +51,7 @@ def digest(obj: Any) -> str:
 
 
 def file_sha256(path: str | Path) -> str:
+    """Streamed: a file of any size is hashed in 1 MiB chunks, never held in memory."""
     h = hashlib.sha256()
     with open(path, "rb") as fh:
         while chunk := fh.read(_CHUNK):
@@ -52,8 +59,19 @@ def file_sha256(path: str | Path) -> str:
     return h.hexdigest()
 
 
+def json_depth_exceeds(text: str, limit: int = MAX_DEPTH) -> bool:
+    """True when arrays/objects nest deeper than `limit` (brackets inside strings do not count)."""
+    depth = 0
+    for match in _BRACKET.finditer(_STRING.sub("", text)):
+        depth += 1 if match.group() in "[{" else -1
+        if depth > limit:
+            return True
+    return False
+
+
 def load_json_bytes(data: bytes, *, where: str = "") -> Any:
-    """Parse JSON strictly: duplicate keys and NaN/Infinity are errors."""
+    """Parse JSON strictly: duplicate keys, NaN/Infinity, numbers outside what RFC 8785 represents
+    and nesting deeper than MAX_DEPTH are RecordErrors naming `where`."""
 
     def no_dupes(pairs: list[tuple[str, Any]]) -> dict:
         seen: dict[str, Any] = {}
@@ -66,9 +84,30 @@ def load_json_bytes(data: bytes, *, where: str = "") -> Any:
     def no_constants(name: str) -> Any:
         raise RecordError(f"{name} is not JSON", where=where)
 
+    def bounded_int(text: str) -> int:
+        # Checked before int(): a 5,000-digit integer must not reach Python's int parser.
+        if len(text.lstrip("-")) > 16 or abs(value := int(text)) > MAX_SAFE_INTEGER:
+            shown = text if len(text) <= 24 else f"{text[:12]}...({len(text)} digits)"
+            raise RecordError(f"integer {shown} is outside +-(2**53 - 1), the range JSON numbers hold exactly",
+                              where=where)
+        return value
+
+    def finite_float(text: str) -> float:
+        value = float(text)
+        if not math.isfinite(value):
+            raise RecordError(f"number {text[:24]} is out of range", where=where)
+        return value
+
     try:
-        return json.loads(data.decode("utf-8"), object_pairs_hook=no_dupes, parse_constant=no_constants)
+        text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise RecordError(f"not UTF-8: {exc}", where=where) from exc
+        raise RecordError(f"not UTF-8: {exc.reason} at byte {exc.start}", where=where) from None
+    if json_depth_exceeds(text):
+        raise RecordError(f"nested deeper than {MAX_DEPTH} levels", where=where)
+    try:
+        return json.loads(text, object_pairs_hook=no_dupes, parse_constant=no_constants,
+                          parse_int=bounded_int, parse_float=finite_float)
     except json.JSONDecodeError as exc:
-        raise RecordError(f"not JSON: {exc}", where=where) from exc
+        raise RecordError(f"not JSON: {exc}", where=where) from None
+    except RecursionError:
+        raise RecordError(f"nested deeper than {MAX_DEPTH} levels", where=where) from None

@@ -30,7 +30,7 @@ _MAX_RECORD = 64 << 20  # show reads records, never artifacts; nothing larger is
 
 def _console(stderr: bool = False) -> Console:
     # markup/emoji off: a file named "[red]x" or ":smile:" is printed as it is named.
-    return Console(stderr=stderr, markup=False, emoji=False, highlight=False)
+    return Console(stderr=stderr, markup=False, emoji=False, highlight=False, soft_wrap=True)
 
 
 def literal(value: object) -> str:

@@ -64,7 +64,7 @@ def test_strict_loading(data, fragment):
 
 
 _json = st.recursive(
-    st.none() | st.booleans() | st.integers(min_value=-(2**63), max_value=2**63) | st.text(max_size=8)
+    st.none() | st.booleans() | st.integers(min_value=-(2**53 - 1), max_value=2**53 - 1) | st.text(max_size=8)
     | st.floats(allow_nan=False, allow_infinity=False),
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=4),
     max_leaves=20,
