@@ -62,6 +62,12 @@ class Config:
         return self.raw["release"]["subdir"]
 
     @property
+    def source_uri(self) -> str | None:
+        """The configured repository URI for the provenance (None: builders.provenance.repository_uri
+        asks git for the origin remote)."""
+        return self.raw["release"].get("source_uri")
+
+    @property
     def approvers(self) -> list[str]:
         return list(self.raw["release"]["approvers"])
 

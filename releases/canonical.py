@@ -1,4 +1,4 @@
-"""Canonical JSON (what gets hashed) and sha256 helpers."""
+"""Canonical JSON per RFC 8785 (what gets hashed), the strict loader, and sha256 helpers."""
 from __future__ import annotations
 
 import hashlib
@@ -8,17 +8,20 @@ import re
 from pathlib import Path
 from typing import Any
 
+import rfc8785
+
 from releases.errors import RecordError
 
 _CHUNK = 1 << 20
 MAX_DEPTH = 64  # records nest a dozen levels; a bound keeps hostile input from exhausting the stack
 MAX_SAFE_INTEGER = 2**53 - 1  # RFC 8785 / I-JSON: integers beyond this are not exact in other languages
+_MAX_DOUBLE_DIGITS = 309  # the largest finite double, 1.8e308, has 309 integer digits
 _STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.S)
 _BRACKET = re.compile(r"[\[\]{}]")
 
 
 def _check_keys(obj: Any, path: str) -> None:
-    # json.dumps would silently turn int keys into strings, changing the hash meaning.
+    # rfc8785 refuses non-string keys too, but without saying where; name the path.
     if isinstance(obj, dict):
         for key, value in obj.items():
             if not isinstance(key, str):
@@ -30,15 +33,17 @@ def _check_keys(obj: Any, path: str) -> None:
 
 
 def canonical_json(obj: Any) -> bytes:
-    """Sorted keys, UTF-8, separators ',' ':', no NaN/Infinity."""
+    """RFC 8785 (JCS): keys sorted by UTF-16 code units, ECMAScript number form, no NaN/Infinity,
+    integers within +-(2**53 - 1), UTF-8."""
     _check_keys(obj, "")
     try:
-        text = json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
-    except ValueError as exc:
+        return rfc8785.dumps(obj)
+    except rfc8785.FloatDomainError as exc:
         raise RecordError(f"cannot canonicalise: {exc} (NaN and Infinity are not JSON)") from exc
-    except TypeError as exc:
+    except rfc8785.CanonicalizationError as exc:
         raise RecordError(f"cannot canonicalise: {exc}") from exc
-    return text.encode("utf-8")
+    except RecursionError:
+        raise RecordError(f"cannot canonicalise: nested deeper than {MAX_DEPTH} levels") from None
 
 
 def sha256_hex(data: bytes) -> str:
@@ -84,13 +89,17 @@ def load_json_bytes(data: bytes, *, where: str = "") -> Any:
     def no_constants(name: str) -> Any:
         raise RecordError(f"{name} is not JSON", where=where)
 
-    def bounded_int(text: str) -> int:
-        # Checked before int(): a 5,000-digit integer must not reach Python's int parser.
-        if len(text.lstrip("-")) > 16 or abs(value := int(text)) > MAX_SAFE_INTEGER:
-            shown = text if len(text) <= 24 else f"{text[:12]}...({len(text)} digits)"
-            raise RecordError(f"integer {shown} is outside +-(2**53 - 1), the range JSON numbers hold exactly",
+    def bounded_int(text: str) -> int | float:
+        # JSON numbers are doubles (RFC 8785, I-JSON): an integer literal beyond +-(2**53 - 1) is read as
+        # the double it denotes, as every other language does. A literal longer than any finite double
+        # (a 5,000-digit integer) is refused before any parser sees it.
+        digits = len(text.lstrip("-"))
+        if digits <= 15 or (digits == 16 and abs(int(text)) <= MAX_SAFE_INTEGER):
+            return int(text)
+        if digits > _MAX_DOUBLE_DIGITS:
+            raise RecordError(f"integer {text[:12]}...({digits} digits) is outside the range of JSON numbers",
                               where=where)
-        return value
+        return finite_float(text)
 
     def finite_float(text: str) -> float:
         value = float(text)
