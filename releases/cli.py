@@ -67,6 +67,7 @@ def verify(
     expect_key_id: List[str] = typer.Option([], "--expect-key-id", help="trust the release's key only if it has this id (repeatable)"),
     trust: Optional[Path] = typer.Option(None, "--trust", help="trust file (default: $XDG_CONFIG_HOME/assay/trust.toml when present)"),
     trust_embedded_key: bool = typer.Option(False, "--trust-embedded-key", help="let --require-ready accept the key inside the release"),
+    require_signed_approval: bool = typer.Option(False, "--require-signed-approval", help="refuse an approval its approver did not sign"),
     expect_commit: Optional[str] = typer.Option(None, "--expect-commit", help="the commit the release must be built from"),
     expect_version: Optional[str] = typer.Option(None, "--expect-version", help="the version the release must carry"),
     private_marker: List[str] = typer.Option([], "--private-marker", help="extra private string (repeatable)"),
@@ -81,7 +82,7 @@ def verify(
         raise _bad_input(err, "trust root", str(exc))
     report = verify_release(path, public_key=public_key, expected_key_id=expected, trust_source=source,
                             require_pinned_key=require_ready and not trust_embedded_key, require_ready=require_ready,
-                            expected_commit=expect_commit,
+                            require_signed_approval=require_signed_approval, expected_commit=expect_commit,
                             expected_version=expect_version, check_folder_name=True, private_markers=private_marker)
     for warning in report.warnings:
         err.print(Text("warning: ", style="yellow") + Text(literal(warning)))

@@ -52,6 +52,7 @@ def verify_release(
     trust_source: str = "",
     require_pinned_key: bool = False,
     require_ready: bool = False,
+    require_signed_approval: bool = False,
     expected_commit: str | None = None,
     expected_version: str | None = None,
     check_folder_name: bool = False,
@@ -90,7 +91,8 @@ def verify_release(
     files.check_sums(check, manifest)
     files.check_sboms(check, manifest)
     if trust.key is not None:
-        check_records(check, manifest, trust.key, require_ready=require_ready)
+        check_records(check, manifest, trust.key, require_ready=require_ready,
+                      require_signed_approval=require_signed_approval)
     if require_ready and manifest["state"] not in ("ready", "published"):
         check.fail(MANIFEST, "state", f"state is {manifest['state']}; ready or published required")
     files.scan_markers(check, named)

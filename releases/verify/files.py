@@ -15,7 +15,7 @@ from releases.sums import files_to_sum, parse_sums
 from releases.verify.checker import Checker
 
 # Manifest fields that each bind one file (the rest are lists of entries).
-_SINGLE_FILES = ("candidate_record", "sums", "ledger", "public_key", "approval")
+_SINGLE_FILES = ("candidate_record", "sums", "ledger", "public_key", "approval", "signers")
 
 
 def named_files(manifest: dict) -> dict[str, tuple[str, str]]:

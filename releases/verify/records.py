@@ -11,6 +11,7 @@ from releases.errors import RecordError, SchemaError
 from releases.manifest import approval_digest
 from releases.receipts import open_receipt
 from releases.verify.checker import Checker
+from releases.verify.people import check_approval_signature, check_waiver, load_signers
 
 _CANDIDATE_FIELD = {"build": "payload/predicate/buildDefinition/externalParameters/candidate",
                     "candidate": "payload/predicate"}
@@ -85,7 +86,8 @@ def _check_build_coverage(check: Checker, manifest: dict, builds: dict[str, dict
             check.fail(art["path"], "sha256", f"declared reproducible but build(s) {', '.join(missing)} produced other bytes")
 
 
-def _check_approval(check: Checker, manifest: dict, key: Ed25519PublicKey) -> None:
+def _check_approval(check: Checker, manifest: dict, key: Ed25519PublicKey, signers: dict | None, *,
+                    require_signed: bool) -> None:
     entry = manifest["approval"]
     rel = entry["path"]
     opened = _open(check, rel, "approval", key)
@@ -106,6 +108,7 @@ def _check_approval(check: Checker, manifest: dict, key: Ed25519PublicKey) -> No
     unacked = sorted({w["id"] for w in manifest.get("waivers", [])} - set(pred["acknowledged_waivers"]))
     if unacked:
         check.fail(rel, "payload/predicate/acknowledged_waivers", f"waivers not acknowledged: {', '.join(unacked)}")
+    check_approval_signature(check, manifest, rel, pred, signers, require_signed=require_signed)
 
 
 def _check_ready(check: Checker, preds: dict[str, list[tuple[str, dict]]], waivers: dict[str, dict]) -> None:
@@ -135,7 +138,8 @@ def _check_ready(check: Checker, preds: dict[str, list[tuple[str, dict]]], waive
                     check.fail(rel, "payload/predicate/waived", f"waiver {wid} is not bound by the manifest (scope reproducibility)")
 
 
-def check_records(check: Checker, manifest: dict, key: Ed25519PublicKey, *, require_ready: bool) -> None:
+def check_records(check: Checker, manifest: dict, key: Ed25519PublicKey, *, require_ready: bool,
+                  require_signed_approval: bool = False) -> None:
     expected = manifest["candidate"]
     entry = manifest.get("candidate_record")
     if entry:
@@ -167,6 +171,7 @@ def check_records(check: Checker, manifest: dict, key: Ed25519PublicKey, *, requ
         ledger = check.json(manifest["ledger"]["path"], "ledger", "ledger")
         if ledger is not None:
             _check_candidate(check, manifest["ledger"]["path"], "ledger", ledger, expected, "candidate")
+    signers = load_signers(check, manifest)
     waivers: dict[str, dict] = {}
     for i, w in enumerate(manifest.get("waivers", [])):
         record = check.json(w["path"], "waiver", f"waivers/{i}")
@@ -175,8 +180,9 @@ def check_records(check: Checker, manifest: dict, key: Ed25519PublicKey, *, requ
         _check_candidate(check, w["path"], "waiver", record, expected, "candidate")
         if record["id"] != w["id"]:
             check.fail(w["path"], "id", f"waiver id {record['id']} but the manifest binds it as {w['id']}")
+        check_waiver(check, w["path"], record, signers)
         waivers[w["id"]] = record
     if "approval" in manifest:
-        _check_approval(check, manifest, key)
+        _check_approval(check, manifest, key, signers, require_signed=require_signed_approval)
     if require_ready:
         _check_ready(check, preds, waivers)
