@@ -28,15 +28,17 @@ def new_people() -> People:
     return People(Ed25519PrivateKey.generate(), Ed25519PrivateKey.generate())
 
 
-def stage_ready(root: Path, people: People, *, allow_unsigned: bool = False) -> SyntheticRelease:
-    """A ready release that binds the signers list and one signed gate waiver."""
+def stage_ready(root: Path, people: People, *, allow_unsigned: bool = False,
+                waiver_signer: Ed25519PrivateKey | None = None) -> SyntheticRelease:
+    """A ready release that binds the signers list and one gate waiver, signed by the grantor
+    (or by `waiver_signer`, to forge one)."""
     rel = build_release(root, state="ready")
     rd = ReleaseDir(rel.root)
     signers = build_signers(rel.candidate_ref, approvers={APPROVER: people.approver.public_key(), "oncall-lead": None},
                             grantors={GRANTOR: people.grantor.public_key()}, allow_unsigned_approval=allow_unsigned)
     waiver = sign_waiver(build_gate_waiver(rel.candidate_ref, gate="speed-floor", lane="h200", case="batch-1-1k",
                                            measured="0.97 of incumbent (floor 0.98)", grantor=GRANTOR,
-                                           reason="one case, within noise"), people.grantor)
+                                           reason="one case, within noise"), waiver_signer or people.grantor)
     m = rel.manifest
     rel.manifest = mf.update(m, signers=add_signers(rel.root, signers), waivers=m["waivers"] + [rd.add_waiver(waiver)])
     rd.write_manifest(rel.manifest, rel.private_key)

@@ -108,3 +108,24 @@ def test_waiver_signed_by_someone_else_or_edited_is_refused(tmp_path, people):
     edited = dict(waiver, measured="0.50 of incumbent")
     with pytest.raises(RecordError, match="differs in: measured"):
         check_waiver_signature(edited, grantors)
+
+
+def test_verify_refuses_a_waiver_signed_by_an_unlisted_grantor(tmp_path, people):
+    # Signed with the approver's key: a real key, but not the one the signers list names for the grantor.
+    rel = approve(stage_ready(tmp_path / "1.2.3", people, waiver_signer=people.approver), signer=people.approver)
+    report = verify_release(rel.root)
+    assert _fields(report) == {(rel.files["gate-waiver"], "signature")}
+    assert "not signed by grantor oncall-lead's listed key" in report.failures[0].message
+
+
+def test_cli_require_signed_approval_exit_codes(tmp_path, people):
+    from typer.testing import CliRunner
+
+    from releases.cli import app
+
+    rel = approve(stage_ready(tmp_path / "1.2.3", people, allow_unsigned=True), signer=None)
+    base = ["verify", str(rel.root), "--expect-key-id", key_id(rel.public_key), "--require-ready"]
+    assert CliRunner().invoke(app, base).exit_code == 0
+    strict = CliRunner().invoke(app, base + ["--require-signed-approval"], env={"COLUMNS": "300"})
+    assert strict.exit_code == 1 and "unsigned" in strict.stdout
+
