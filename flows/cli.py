@@ -64,7 +64,8 @@ def approve(
             ready = load_manifest((manifest or ready_manifest_path(flow_run_id)).read_bytes())
             digest = approval_digest(ready)
             body["signature"] = approval_mod.sign_decision(digest, private_key=private, **body)
-            console.print(Text(f"signed with key {key_id(private.public_key())} over ready manifest {digest}"), soft_wrap=True)
+            signed_by = key_id(private.public_key())
+            console.print(Text(f"signed with key {signed_by} over ready manifest {digest}"), soft_wrap=True)
         else:
             err.print(Text(f"approve: no key for {as_} ({key_path} is absent): sending an UNSIGNED {decision}, "
                            "accepted only where assay.toml allows unsigned approvals"), soft_wrap=True)

@@ -73,7 +73,8 @@ def check_signed_decision(envelope: Any, *, manifest_sha256: str, decision: str,
                                   acknowledged_waivers=acknowledged_waivers)
     if not isinstance(signed, dict) or signed.get("manifest_sha256") != manifest_sha256:
         got = signed.get("manifest_sha256") if isinstance(signed, dict) else None
-        raise refuse(f"the signed decision is about manifest {got}, not this release's ready manifest {manifest_sha256}")
+        raise refuse(f"the signed decision is about manifest {got}, "
+                     f"not this release's ready manifest {manifest_sha256}")
     differing = sorted(k for k in expected if signed.get(k) != expected[k])
     if differing or set(signed) != set(expected):
         raise refuse(f"the signed decision differs from the submitted one in: {', '.join(differing) or 'its keys'}")
@@ -135,7 +136,8 @@ def build_approval(
         record["signature"] = signature
     elif not allow_unsigned:
         raise ApprovalRefused(f"the {decision} by {approver!r} is unsigned and the configuration does not allow "
-                              "unsigned approvals; sign it with `assay approve --key`", approver=approver, allowed=allowed)
+                              "unsigned approvals; sign it with `assay approve --key`",
+                              approver=approver, allowed=allowed)
     return validate("approval", record, "approval")
 
 

@@ -64,11 +64,16 @@ def verify(
     require_ready: bool = typer.Option(False, "--require-ready", help="also require a ready or published release"),
     as_json: bool = typer.Option(False, "--json", help="print the report as JSON"),
     key: Optional[Path] = typer.Option(None, "--key", help="trust this public key PEM"),
-    expect_key_id: List[str] = typer.Option([], "--expect-key-id", help="trust the release's key only if it has this id (repeatable)"),
-    trust: Optional[Path] = typer.Option(None, "--trust", help="trust file (default: $XDG_CONFIG_HOME/assay/trust.toml when present)"),
-    trust_embedded_key: bool = typer.Option(False, "--trust-embedded-key", help="let --require-ready accept the key inside the release"),
-    require_signed_approval: bool = typer.Option(False, "--require-signed-approval", help="refuse an approval its approver did not sign"),
-    expect_commit: Optional[str] = typer.Option(None, "--expect-commit", help="the commit the release must be built from"),
+    expect_key_id: List[str] = typer.Option([], "--expect-key-id",
+                                            help="trust the release's key only if it has this id (repeatable)"),
+    trust: Optional[Path] = typer.Option(None, "--trust",
+                                         help="trust file (default: $XDG_CONFIG_HOME/assay/trust.toml when present)"),
+    trust_embedded_key: bool = typer.Option(False, "--trust-embedded-key",
+                                            help="let --require-ready accept the key inside the release"),
+    require_signed_approval: bool = typer.Option(False, "--require-signed-approval",
+                                                 help="refuse an approval its approver did not sign"),
+    expect_commit: Optional[str] = typer.Option(None, "--expect-commit",
+                                                help="the commit the release must be built from"),
     expect_version: Optional[str] = typer.Option(None, "--expect-version", help="the version the release must carry"),
     private_marker: List[str] = typer.Option([], "--private-marker", help="extra private string (repeatable)"),
 ) -> None:
@@ -94,7 +99,8 @@ def verify(
         console.print(Text(literal(f"trusted key {report.key_id} ({how}{source})")))
     if report.ok:
         counts = " ".join(f"{k}={v}" for k, v in sorted(report.counts.items()))
-        console.print(Text("OK", style="green") + Text(literal(f" {path} version={report.version} state={report.state} {counts}")))
+        summary = f" {path} version={report.version} state={report.state} {counts}"
+        console.print(Text("OK", style="green") + Text(literal(summary)))
         raise typer.Exit(exit_codes.OK)
     table = Table(title=Text(literal(f"{len(report.failures)} failures in {path}")))
     for column in ("file", "field", "problem"):
@@ -139,8 +145,20 @@ def show(path: Path = typer.Argument(..., help="release directory"),
     if "approval" in manifest:
         entries.append({"kind": "approval", "label": None, "path": manifest["approval"]["path"]})
     for r in entries:
-        receipts.add_row(*(Text(literal(v)) for v in (r["kind"], r["label"] or "", _verdict(path, r, public), r["path"])))
+        cells = (r["kind"], r["label"] or "", _verdict(path, r, public), r["path"])
+        receipts.add_row(*(Text(literal(v)) for v in cells))
     console.print(receipts)
+    if "approval" in manifest:
+        console.print(Text(literal(_approval_line(path, manifest["approval"], public))))
+
+
+def _approval_line(root: Path, entry: dict, public) -> str:
+    try:
+        _, pred = open_receipt(load_json_bytes(_read_record(root / entry["path"])), public, "approval")
+    except (OSError, ReleaseError) as exc:
+        return f"approval: unreadable: {exc}"[:200]
+    signed = f"signed with key {pred['key_id']}" if pred.get("signed") else "UNSIGNED"
+    return f"approval: {pred['decision']} by {pred['approver']}, {signed}"
 
 
 def _verdict(root: Path, entry: dict, public) -> str:

@@ -117,4 +117,5 @@ class Checker:
         if actual is not None:
             self.counts["digests"] += 1
             if actual != expected:
-                self.fail(rel, "sha256", f"digest {actual[:16]}... differs from manifest {manifest_field} {expected[:16]}...")
+                self.fail(rel, "sha256",
+                          f"digest {actual[:16]}... differs from manifest {manifest_field} {expected[:16]}...")

@@ -96,7 +96,8 @@ def verify_release(
     if require_ready and manifest["state"] not in ("ready", "published"):
         check.fail(MANIFEST, "state", f"state is {manifest['state']}; ready or published required")
     files.scan_markers(check, named)
-    counts = dict(check.counts, artifacts=len(manifest.get("artifacts", [])), receipts=len(manifest.get("receipts", [])))
+    counts = dict(check.counts, artifacts=len(manifest.get("artifacts", [])),
+                  receipts=len(manifest.get("receipts", [])))
     return VerificationReport(not check.failures, manifest["state"], check.failures, counts, trust.key_id,
                               trust.how if trust.key is not None else None, check.warnings, manifest["version"])
 

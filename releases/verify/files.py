@@ -85,7 +85,8 @@ def check_sums(check: Checker, manifest: dict) -> None:
             check.fail(rel, "sha256", f"digest differs from {entry['path']}")
 
 
-_SBOM_MARKS = {"spdx-2.3": {"spdxVersion": "SPDX-2.3"}, "cyclonedx-1.5": {"bomFormat": "CycloneDX", "specVersion": "1.5"}}
+_SBOM_MARKS = {"spdx-2.3": {"spdxVersion": "SPDX-2.3"},
+               "cyclonedx-1.5": {"bomFormat": "CycloneDX", "specVersion": "1.5"}}
 
 
 def check_sboms(check: Checker, manifest: dict) -> None:

@@ -35,7 +35,8 @@ def check_approval_signature(check: Checker, manifest: dict, rel: str, pred: dic
     """A signed approval must verify against the approver's listed key; an unsigned one must be allowed."""
     field = "payload/predicate/signature"
     if signers is not None and pred["approver"] not in {a["name"] for a in signers["approvers"]}:
-        check.fail(rel, "payload/predicate/approver", f"approver {pred['approver']} is not listed in {manifest['signers']['path']}")
+        check.fail(rel, "payload/predicate/approver",
+                   f"approver {pred['approver']} is not listed in {manifest['signers']['path']}")
         return
     if not pred.get("signed"):
         if require_signed:

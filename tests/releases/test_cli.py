@@ -46,6 +46,7 @@ def test_show_prints_state_and_verdicts(published_release):
     assert "state published" in result.output
     assert published_release.candidate_ref["commit"] in result.output
     assert "reproducible" in result.output and "approve" in result.output and "pass" in result.output
+    assert "approval: approve by release-manager, UNSIGNED" in result.stdout
 
 
 def test_show_unreadable_release(tmp_path):

@@ -28,6 +28,12 @@ def test_signed_approval_and_waiver_verify(tmp_path, people):
     assert report.ok, report.failures
     assert report.counts["signatures"] == 8 + 2  # the release key's, then the approver's and the grantor's
     assert not any("unsigned" in w for w in report.warnings)
+    from typer.testing import CliRunner
+
+    from releases.cli import app
+
+    shown = CliRunner().invoke(app, ["show", str(rel.root)])
+    assert f"approval: approve by {APPROVER}, signed with key {key_id(people.approver.public_key())}" in shown.stdout
 
 
 def test_approval_signed_by_an_unlisted_key_is_refused(tmp_path, people):
@@ -61,7 +67,7 @@ def test_unsigned_approval_is_refused_where_signatures_are_required(tmp_path, pe
 
 
 def test_unlisted_approver_name_is_refused(tmp_path, people):
-    rel = approve(stage_ready(tmp_path / "1.2.3", people), signer=people.approver, approver="mallory")
+    rel = approve(stage_ready(tmp_path / "1.2.3", people), signer=people.approver, approver="intruder")
     assert ("receipts/approval.dsse.json", "payload/predicate/approver") in _fields(verify_release(rel.root))
 
 
