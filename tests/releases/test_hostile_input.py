@@ -156,3 +156,28 @@ def test_brackets_in_file_names_under_release_root(tmp_path):
     result = _verify(rel)
     _clean(result)
     assert result.exit_code == 0 and "[red]" in result.stdout
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(name=st.text(alphabet="[]/:abOK \\=#", min_size=1, max_size=24)
+       .map(lambda t: t.strip("/ ").replace("//", "/"))
+       .filter(lambda t: t and all(part not in ("", ".", "..") for part in t.split("/"))))
+def test_any_bracketed_name_is_printed_as_it_is(published_release, name):
+    path = published_release.root / "extra" / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(b"x")
+    try:
+        result = _verify(published_release)
+        _clean(result)
+        assert result.exit_code == 1
+        assert f"extra/{name}" in result.stdout.replace("\n", "") or f"extra/{name}" in result.stdout
+    finally:
+        import shutil
+
+        shutil.rmtree(published_release.root / "extra")
+
+
+def test_trust_file_that_is_a_directory_is_bad_input(published_release, tmp_path):
+    result = runner.invoke(app, ["verify", str(published_release.root), "--trust", str(tmp_path)])
+    _clean(result)
+    assert result.exit_code == 3 and "is a directory" in result.stderr
