@@ -63,11 +63,12 @@ class BuildResult:
 def build(host: Host, candidate: dict, source_dir_local: str | Path, label: str, workdir: str, *,
           python: str | None = None, path: str | None = None, workroot: str | None = None,
           local_dir: str | Path | None = None, timeout: float = BUILD_TIMEOUT_S,
-          progress: Progress | None = None) -> BuildResult:
+          progress: Progress | None = None, source_uri: str | None = None) -> BuildResult:
     """Build wheel + sdist of the exported source on HOST under WORKDIR (which must not exist).
 
     PYTHON is the interpreter on the host (default on a LocalHost: this process's own).
     Artifacts are fetched into LOCAL_DIR (default: WORKDIR/fetched, for a LocalHost).
+    SOURCE_URI names the repository in the provenance (builders.provenance.repository_uri).
     """
     local = isinstance(host, LocalHost)
     if python is None and not local:
@@ -112,15 +113,15 @@ def build(host: Host, candidate: dict, source_dir_local: str | Path, label: str,
     record = build_record(candidate=candidate, ref=as_ref(candidate), label=label,
                           host_name=host.name, environment=environment,
                           varied=benv.record_varied, started=result.started_at,
-                          finished=result.ended_at, byproducts=byproducts)
+                          finished=result.ended_at, byproducts=byproducts, source_uri=source_uri)
     return BuildResult(label=label, record=record, artifacts=artifacts, subjects=subjects, log=log)
 
 
 def build_twice(host_a: Host, host_b: Host, candidate: dict, source_dir: str | Path,
                 workroot: str, *, local_dir: str | Path | None = None,
                 python_a: str | None = None, python_b: str | None = None,
-                timeout: float = BUILD_TIMEOUT_S,
-                progress: Progress | None = None) -> tuple[BuildResult, BuildResult]:
+                timeout: float = BUILD_TIMEOUT_S, progress: Progress | None = None,
+                source_uri: str | None = None) -> tuple[BuildResult, BuildResult]:
     """Build a and b one after the other in build directories of different path and depth.
 
     WORKROOT is the path used on the hosts; artifacts come back into LOCAL_DIR/{a,b}
@@ -130,9 +131,9 @@ def build_twice(host_a: Host, host_b: Host, candidate: dict, source_dir: str | P
     dirs = {"a": posixpath.join(workroot, "a"),
             "b": posixpath.join(workroot, "bb", "build-b-longer-path")}
     a = build(host_a, candidate, source_dir, "a", dirs["a"], python=python_a, workroot=workroot,
-              local_dir=fetched / "a", timeout=timeout, progress=progress)
+              local_dir=fetched / "a", timeout=timeout, progress=progress, source_uri=source_uri)
     b = build(host_b, candidate, source_dir, "b", dirs["b"], python=python_b, workroot=workroot,
-              local_dir=fetched / "b", timeout=timeout, progress=progress)
+              local_dir=fetched / "b", timeout=timeout, progress=progress, source_uri=source_uri)
     return a, b
 
 

@@ -4,9 +4,11 @@ that `assay approve` sends."""
 from __future__ import annotations
 
 import time
-from typing import Literal
+from pathlib import Path
+from typing import Any, Callable, Literal
 from uuid import UUID
 
+from prefect import get_run_logger
 from prefect.exceptions import FlowPauseTimeout
 from prefect.flow_runs import pause_flow_run, resume_flow_run
 from prefect.input import RunInput
@@ -22,6 +24,10 @@ class Approval(RunInput):
     reason: str = Field(min_length=1, max_length=2000, description="why, for the release record")
     acknowledged_waivers: list[str] = Field(default_factory=list,
                                             description="ids of every waiver bound to this candidate")
+    signature: dict[str, Any] | None = Field(
+        default=None, description="the approver's DSSE envelope over this decision and the ready manifest's "
+                                  "digest (`assay approve --key` makes it); without one the approval is recorded "
+                                  "as unsigned, and accepted only where assay.toml allows unsigned approvals")
 
 
 class ApprovalNotPossible(Exception):
@@ -29,11 +35,14 @@ class ApprovalNotPossible(Exception):
 
 
 def wait_for_approval(summary_markdown: str, timeout_s: int, poll_s: int, approvers: list[str],
-                      on_refused=None) -> Approval:
+                      on_refused=None, check: Callable[[Approval], None] | None = None) -> Approval:
     """Pause the current flow run until an Approval from a listed approver arrives.
 
-    An approval from anyone else is refused and the run pauses again for the time that is left,
-    so that nobody off the list can end a release either way. FlowPauseTimeout when time runs out."""
+    An approval from anyone else, or one that `check` refuses (raising releases.errors.ApprovalRefused:
+    a bad or missing signature), is refused and the run pauses again for the time that is left, so that
+    nobody off the list can end a release either way. FlowPauseTimeout when time runs out."""
+    from releases.errors import ApprovalRefused
+
     deadline = time.monotonic() + timeout_s
     attempt = 0
     while True:
@@ -45,9 +54,37 @@ def wait_for_approval(summary_markdown: str, timeout_s: int, poll_s: int, approv
         decision = pause_flow_run(wait_for_input=form, timeout=remaining, poll_interval=min(poll_s, remaining),
                                   key=f"approval-{attempt}")
         if decision.approver in approvers:
-            return decision
+            try:
+                if check is not None:
+                    check(decision)
+                return decision
+            except ApprovalRefused as exc:
+                get_run_logger().warning("Refused the %s from %r: %s; waiting again", decision.decision,
+                                         decision.approver, exc)
         if on_refused:
             on_refused(decision)
+
+
+def ready_manifest_path(flow_run_id: str) -> Path:
+    """The ready manifest a paused run staged, when its workspace is on this machine (where
+    `assay approve` can read it to sign its digest); ApprovalNotPossible otherwise."""
+    from flows.config import ConfigError, load_config
+    from prefect.client.orchestration import get_client
+
+    try:
+        with get_client(sync_client=True) as client:
+            run = client.read_flow_run(UUID(flow_run_id))
+        cfg = load_config((run.parameters or {}).get("config"))
+    except (ValueError, ConfigError) as exc:
+        raise ApprovalNotPossible(f"cannot find the ready manifest of run {flow_run_id}: {exc}; "
+                                  "give it with --manifest FILE") from None
+    except Exception as exc:  # the API's not-found and connection errors alike: say which run
+        raise ApprovalNotPossible(f"cannot read flow run {flow_run_id}: {exc}") from None
+    path = cfg.work_dir / f"run-{flow_run_id}" / "release" / "manifest.json"
+    if not path.is_file():
+        raise ApprovalNotPossible(f"run {flow_run_id} staged no manifest here ({path} is absent); "
+                                  "give the ready manifest.json with --manifest FILE")
+    return path
 
 
 def send_approval(flow_run_id: str, approval: dict) -> None:

@@ -4,6 +4,7 @@ hosts from hosts/; approve and runs speak to the Prefect API."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Optional
 
 from flows.local_api import use_local_server_if_unset
@@ -13,11 +14,14 @@ use_local_server_if_unset()
 import typer  # noqa: E402  (after the Prefect settings are in place)
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
+from rich.text import Text  # noqa: E402
 
-from flows.approval import ApprovalNotPossible, send_approval  # noqa: E402
+from flows.approval import ApprovalNotPossible, ready_manifest_path, send_approval  # noqa: E402
+from releases import exit_codes  # noqa: E402
 
 app = typer.Typer(help="Assay: build, reproduce, qualify and publish an inference engine.", no_args_is_help=True)
 release_app = typer.Typer(help="Inspect release directories.", no_args_is_help=True)
+keys_app = typer.Typer(help="People's signing keys (approvers, waiver grantors).", no_args_is_help=True)
 console = Console()
 err = Console(stderr=True)
 
@@ -31,6 +35,7 @@ def _mount() -> None:
     app.command("verify", help=releases_cli.verify.__doc__)(releases_cli.verify)
     release_app.command("show", help=releases_cli.show.__doc__)(releases_cli.show)
     app.add_typer(release_app, name="release")
+    app.add_typer(keys_app, name="keys")
     app.add_typer(hosts_app, name="hosts", help="Inventory hosts: check them, trust their keys.")
     app.add_typer(review_app, name="review", help="Create and update a candidate's review ledger.")
     app.command("notes", help=notes.__doc__)(notes)
@@ -43,16 +48,96 @@ def approve(
     reason: str = typer.Option(..., "--reason", help="why, for the release record"),
     reject: bool = typer.Option(False, "--reject", help="reject instead of approve: the run ends Failed"),
     waiver: list[str] = typer.Option([], "--waiver", help="acknowledge a waiver bound to the candidate (repeat)"),
+    key: Optional[Path] = typer.Option(None, "--key", help="your private key (default: ~/.config/assay/keys/NAME.pem "
+                                                          "when it exists; without one the approval is unsigned)"),
+    manifest: Optional[Path] = typer.Option(None, "--manifest", help="the ready manifest.json you reviewed "
+                                                                    "(default: the run's staged one, when local)"),
 ) -> None:
-    """Approve (or reject) a paused release-candidate run, exactly as the UI form does."""
+    """Approve (or reject) a paused release-candidate run, signing the decision with your key."""
+    from releases import approval as approval_mod
+    from releases.errors import KeyFileError, RecordError
+    from releases.keys import key_id, load_private_key, person_key_path
+    from releases.manifest import approval_digest, load_manifest
+
     decision = "reject" if reject else "approve"
+    body = {"decision": decision, "approver": as_, "reason": reason, "acknowledged_waivers": sorted(set(waiver))}
     try:
-        send_approval(flow_run_id, {"decision": decision, "approver": as_, "reason": reason,
-                                    "acknowledged_waivers": list(waiver)})
+        key_path = key if key is not None else person_key_path(as_)
+        if key is not None or key_path.exists():
+            private = load_private_key(key_path)
+            ready = load_manifest((manifest or ready_manifest_path(flow_run_id)).read_bytes())
+            digest = approval_digest(ready)
+            body["signature"] = approval_mod.sign_decision(digest, private_key=private, **body)
+            signed_by = key_id(private.public_key())
+            console.print(Text(f"signed with key {signed_by} over ready manifest {digest}"), soft_wrap=True)
+        else:
+            err.print(Text(f"approve: no key for {as_} ({key_path} is absent): sending an UNSIGNED {decision}, "
+                           "accepted only where assay.toml allows unsigned approvals"), soft_wrap=True)
+        send_approval(flow_run_id, body)
+    except (KeyFileError, RecordError, OSError) as exc:
+        err.print(Text(f"approve: {exc}", style="red"), soft_wrap=True)
+        raise typer.Exit(exit_codes.BAD_INPUT)
     except ApprovalNotPossible as exc:
-        err.print(f"[red]approve: {exc}[/red]")
-        raise typer.Exit(2)
-    console.print(f"{decision} sent for flow run {flow_run_id} as {as_}")
+        err.print(Text(f"approve: {exc}", style="red"), soft_wrap=True)
+        raise typer.Exit(exit_codes.USAGE)
+    console.print(Text(f"{decision} sent for flow run {flow_run_id} as {as_}"), soft_wrap=True)
+
+
+@keys_app.command("new")
+def keys_new(
+    as_: str = typer.Option(..., "--as", help="your name as assay.toml will list it"),
+    directory: Optional[Path] = typer.Option(None, "--dir", help="where the private key goes "
+                                                                 "(default: $XDG_CONFIG_HOME/assay/keys)"),
+) -> None:
+    """Create your Ed25519 key pair (private key 0600); print the public key to list in assay.toml."""
+    from releases.errors import KeyFileError
+    from releases.keys import key_id, new_person_key, public_pem
+
+    try:
+        path, public = new_person_key(as_, directory)
+    except KeyFileError as exc:
+        err.print(Text(f"keys new: {exc}", style="red"), soft_wrap=True)
+        raise typer.Exit(exit_codes.BAD_INPUT)
+    pem = public_pem(public).decode("ascii")
+    console.print(Text(f"private key: {path} (mode 0600; never share it)\nkey id: {key_id(public)}\n\n"
+                       f"List it in assay.toml as an approver and/or a waiver grantor:\n\n"
+                       f'[release.approvers.{as_}]\npublic_key = """{pem}"""\n\n'
+                       f'[release.waiver_grantors.{as_}]\npublic_key = """{pem}"""'), soft_wrap=True)
+
+
+@app.command()
+def waive(
+    candidate: Path = typer.Option(..., "--candidate", help="the candidate record (candidate.json) the waiver binds"),
+    gate: str = typer.Option(..., "--gate", help="the gate whose finding is waived"),
+    lane: str = typer.Option(..., "--lane", help="the lane it was measured on"),
+    case: str = typer.Option(..., "--case", help="the case within the gate"),
+    measured: str = typer.Option(..., "--measured", help="the measured value being accepted"),
+    reason: str = typer.Option(..., "--reason", help="why the risk is accepted"),
+    as_: str = typer.Option(..., "--as", help="the grantor, as listed in [release.waiver_grantors]"),
+    key: Optional[Path] = typer.Option(None, "--key", help="your private key (default: ~/.config/assay/keys/NAME.pem)"),
+    out: Path = typer.Option(..., "--out", help="where to write the signed waiver (JSON)"),
+    waiver_id: Optional[str] = typer.Option(None, "--id", help="waiver id (default: GATE-LANE-CASE)"),
+) -> None:
+    """Grant a waiver for one gate case of one candidate, signed with your key."""
+    from releases.atomic import write_atomic
+    from releases.candidate import candidate_ref
+    from releases.canonical import canonical_json, load_json_bytes
+    from releases.errors import KeyFileError, RecordError
+    from releases.keys import key_id, load_private_key, person_key_path
+    from releases.waivers import build_gate_waiver, sign_waiver
+
+    try:
+        private = load_private_key(key or person_key_path(as_))
+        record = load_json_bytes(candidate.read_bytes(), where=str(candidate))
+        waiver = build_gate_waiver(candidate_ref(record), gate=gate, lane=lane, case=case, measured=measured,
+                                   grantor=as_, reason=reason, id=waiver_id)
+        signed = sign_waiver(waiver, private)
+        write_atomic(out, canonical_json(signed))
+    except (KeyFileError, RecordError, OSError) as exc:
+        err.print(Text(f"waive: {exc}", style="red"), soft_wrap=True)
+        raise typer.Exit(exit_codes.BAD_INPUT)
+    console.print(Text(f"waiver {signed['id']} for {signed['subject']} signed by {as_} "
+                       f"(key {key_id(private.public_key())}): {out}"), soft_wrap=True)
 
 
 @app.command()

@@ -67,8 +67,31 @@ class Config:
         return self.raw["release"].get("version_label", "commit")
 
     @property
+    def source_uri(self) -> str | None:
+        """The configured repository URI for the provenance (None: builders.provenance.repository_uri
+        asks git for the origin remote)."""
+        return self.raw["release"].get("source_uri")
+
+    @property
     def approvers(self) -> list[str]:
-        return list(self.raw["release"]["approvers"])
+        return list(self.approver_keys)
+
+    @property
+    def approver_keys(self) -> dict[str, str | None]:
+        """name -> public key PEM; None for a name listed without a key (it can approve only unsigned)."""
+        listed = self.raw["release"]["approvers"]
+        if isinstance(listed, list):
+            return {name: None for name in listed}
+        return {name: entry["public_key"] for name, entry in listed.items()}
+
+    @property
+    def waiver_grantors(self) -> dict[str, str]:
+        """name -> public key PEM of the people who may grant (sign) gate waivers."""
+        return {name: entry["public_key"] for name, entry in self.raw["release"].get("waiver_grantors", {}).items()}
+
+    @property
+    def allow_unsigned_approval(self) -> bool:
+        return bool(self.raw["release"].get("allow_unsigned_approval", False))
 
     @property
     def approval_timeout_s(self) -> int:

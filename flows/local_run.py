@@ -105,8 +105,11 @@ def _report_published(cfg, run_id: str) -> int:
     if path.is_relative_to(cfg.root):
         path = path.relative_to(cfg.root)
     console.print(f"  published release {version}: {path}")
-    verify = [str(Path(sys.executable).with_name("assay")), "verify", "--require-ready", str(path)]
-    console.print("  $ assay verify --require-ready " + str(path))
+    key = cfg.keys_dir / "release.pub.pem"
+    if key.is_relative_to(cfg.root):
+        key = key.relative_to(cfg.root)
+    verify = [str(Path(sys.executable).with_name("assay")), "verify", "--require-ready", "--key", str(key), str(path)]
+    console.print(f"  $ assay verify --require-ready --key {key} {path}")
     result = subprocess.run(verify, timeout=300)
     console.print(f"\nThe Prefect server stays up for you at {_ui_root()}; `make stop` ends it.")
     return result.returncode

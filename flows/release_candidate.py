@@ -5,7 +5,6 @@ freeze -> build twice -> compare -> package -> qualify each lane -> compose (rea
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from prefect import flow, get_run_logger
@@ -18,6 +17,7 @@ from flows.config import load_config
 from flows.errors import ReleaseRejected
 from flows.stores import open_store
 from flows.workspace import Workspace
+from releases.canonical import load_json_bytes
 from releases.errors import PublishRefused
 
 
@@ -32,7 +32,7 @@ def release_candidate(config: str | None = None, ref: str = "HEAD", allow_dirty:
     cfg = load_config(config)
     run_id = str(flow_run.get_id() or "local")
     ws = Workspace.for_run(cfg, run_id)
-    waiver_records = [json.loads(Path(p).read_text()) for p in waivers or []]
+    waiver_records = [load_json_bytes(Path(p).read_bytes(), where=p) for p in waivers or []]
 
     candidate = steps.freeze_candidate(cfg, ws, ref, allow_dirty)
     version = candidate["release_version"]
@@ -48,16 +48,17 @@ def release_candidate(config: str | None = None, ref: str = "HEAD", allow_dirty:
     steps.verify_staged(cfg, ws)
 
     log.info("Release %s is ready and waits for approval (approvers: %s)", version, ", ".join(cfg.approvers))
+    fields = {"decision", "approver", "reason", "acknowledged_waivers", "signature"}
     try:
         decision = wait_for_approval(ready["summary"], approval_timeout_s or cfg.approval_timeout_s,
                                      cfg.approval_poll_s, cfg.approvers,
                                      on_refused=lambda d: log.warning(
                                          "Refused a %s from %r: not listed in [release].approvers; waiting again",
-                                         d.decision, d.approver))
+                                         d.decision, d.approver),
+                                     check=lambda d: steps.check_decision(cfg, ws, d.model_dump(include=fields), run_id))
     except FlowPauseTimeout:
         raise FlowPauseTimeout(f"no approval for {version} within the timeout; nothing was published") from None
-    approval = steps.record_approval(cfg, ws, decision.model_dump(
-        include={"decision", "approver", "reason", "acknowledged_waivers"}), run_id)
+    approval = steps.record_approval(cfg, ws, decision.model_dump(include=fields), run_id)
     if approval["decision"] != "approve":
         raise ReleaseRejected(f"{approval['approver']} rejected {version}: {approval['reason']}")
     return steps.publish_release(cfg, ws)

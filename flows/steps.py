@@ -9,7 +9,7 @@ from pathlib import Path
 from prefect import get_run_logger, task
 from prefect.artifacts import create_link_artifact, create_markdown_artifact, create_table_artifact
 
-from builders import compare, recipe, sbom, snapshot
+from builders import compare, provenance, recipe, sbom, snapshot
 from flows import summaries
 from flows.config import Config, Lane
 from flows.errors import LaneFailed, NotReproducible, StagedReleaseInvalid
@@ -22,6 +22,7 @@ from releases.candidate import candidate_ref
 from releases.ledger import ledger_summary, load_ledger_file
 from releases.receipts import subject
 from releases.release_dir import read_json
+from releases.signers import build_signers
 from releases.stage import ReleaseStager
 
 
@@ -62,6 +63,7 @@ def build_twice(cfg: Config, ws: Workspace, candidate: dict, stage: bool = True)
     builds = recipe.build_twice(host_a, host_b, candidate, ws.source, ws.build_root(cfg.build_hosts),
                                 timeout=cfg.build_timeout_s, local_dir=ws.root / "artifacts",
                                 python_a=cfg.build_pythons[0], python_b=cfg.build_pythons[1],
+                                source_uri=provenance.repository_uri(cfg.source, cfg.source_uri),
                                 progress=lambda label, stream, text: log.info("build %s: %s", label, text.rstrip()))
     if stage:
         staged = stager(cfg, ws)
@@ -125,7 +127,9 @@ def compose_release(cfg: Config, ws: Workspace, waivers: list[dict]) -> dict:
     staged = stager(cfg, ws)
     ref = candidate_ref(staged.candidate)
     ledger = load_ledger_file(cfg.review_ledger, ref) if cfg.review_ledger else None
-    manifest = staged.compose(waivers=waivers, ledger=ledger)
+    signers = build_signers(ref, approvers=cfg.approver_keys, grantors=cfg.waiver_grantors,
+                            allow_unsigned_approval=cfg.allow_unsigned_approval)
+    manifest = staged.compose(waivers=waivers, ledger=ledger, signers=signers)
     summary = summaries.manifest_md(manifest, ledger_summary(read_json(staged.root / manifest["ledger"]["path"])))
     create_markdown_artifact(key="manifest", markdown=summary, description="The ready manifest")
     return {"manifest": manifest, "summary": summary}
@@ -141,10 +145,20 @@ def verify_staged(cfg: Config, ws: Workspace) -> None:
         raise StagedReleaseInvalid(f"the staged release does not verify: {summaries.verify_failure(report)}")
 
 
+def check_decision(cfg: Config, ws: Workspace, decision: dict, run_id: str) -> dict:
+    """What record_approval will check, without signing: the approval gate asks it before it lets a
+    decision through, so that a refused one pauses the run again instead of failing it."""
+    return stager(cfg, ws).check_decision(decision, allowed_approvers=cfg.approvers, flow_run_id=run_id,
+                                          approver_keys=cfg.approver_keys, allow_unsigned=cfg.allow_unsigned_approval)
+
+
 @task(name="record approval")
 def record_approval(cfg: Config, ws: Workspace, decision: dict, run_id: str) -> dict:
-    """Check the approver and the acknowledged waivers and sign the decision (approve or reject)."""
-    approval = stager(cfg, ws).record_approval(decision, allowed_approvers=cfg.approvers, flow_run_id=run_id)
+    """Check the approver, the acknowledged waivers and the approver's signature (where the config
+    asks for one), and sign the decision (approve or reject) into the release."""
+    approval = stager(cfg, ws).record_approval(decision, allowed_approvers=cfg.approvers, flow_run_id=run_id,
+                                               approver_keys=cfg.approver_keys,
+                                               allow_unsigned=cfg.allow_unsigned_approval)
     create_markdown_artifact(key="approval", markdown=summaries.approval_md(approval.record),
                              description="The approval decision")
     return approval.record

@@ -81,3 +81,11 @@ class ApprovalRefused(ReleaseError):
         self.approver = approver
         self.allowed = tuple(allowed)
         super().__init__(message)
+
+
+class TrustFileError(ReleaseError):
+    """The user's trust file is unreadable or malformed; names the file and the key in it."""
+
+    def __init__(self, file: str, key_path: str, message: str) -> None:
+        self.file, self.key_path, self.message = file, key_path, message
+        super().__init__(f"{file}: {key_path or '<root>'}: {message}")

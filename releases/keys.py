@@ -1,6 +1,8 @@
-"""Ed25519 release keys: generation with safe file modes, loading, key ids."""
+"""Ed25519 keys: the pipeline's release key, people's own keys, safe file modes, loading, key ids."""
 from __future__ import annotations
 
+import os
+import re
 import stat
 from pathlib import Path
 
@@ -85,3 +87,31 @@ def load_public_key(path_or_pem: str | Path | bytes | Ed25519PublicKey) -> Ed255
     if not isinstance(key, Ed25519PublicKey):
         raise KeyFileError(f"public key {name}: expected Ed25519, got {type(key).__name__}")
     return key
+
+
+_PERSON = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+
+
+def default_person_keys_dir() -> Path:
+    """Where a person's private keys live: $XDG_CONFIG_HOME/assay/keys, else ~/.config/assay/keys."""
+    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "assay" / "keys"
+
+
+def person_key_path(name: str, directory: str | Path | None = None) -> Path:
+    """The private key file of person `name` (NAME.pem) in `directory` (default: the user's keys dir)."""
+    if not _PERSON.match(name):
+        raise KeyFileError(f"signer name {name!r} must match {_PERSON.pattern} (as in assay.toml)")
+    return Path(directory or default_person_keys_dir()) / f"{name}.pem"
+
+
+def new_person_key(name: str, directory: str | Path | None = None) -> tuple[Path, Ed25519PublicKey]:
+    """Create NAME.pem (mode 0600, directory 0700) for an approver or waiver grantor; never overwrite one."""
+    path = person_key_path(name, directory)
+    if path.exists():
+        raise KeyFileError(f"{path} already exists; a key is never replaced (remove it yourself to rotate)")
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    key = Ed25519PrivateKey.generate()
+    pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    write_atomic(path, pem, 0o600)
+    return path, key.public_key()

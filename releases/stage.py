@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Mapping
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
@@ -28,6 +28,7 @@ from releases.ledger import bind_ledger, default_ledger, require_closed
 from releases.notes import write_notes
 from releases.publish import PublishResult, publish_release
 from releases.release_dir import CANDIDATE, MANIFEST, ReleaseDir
+from releases.signers import add_signers
 from releases.verify import VerificationReport, verify_release
 from releases.waivers import bind_waiver
 
@@ -141,10 +142,13 @@ class ReleaseStager:
 
     # -- composing, approving, publishing -------------------------------------------------------
 
-    def compose(self, *, waivers: Iterable[dict] = (), ledger: dict | None = None) -> dict:
+    def compose(self, *, waivers: Iterable[dict] = (), ledger: dict | None = None,
+                signers: dict | None = None) -> dict:
         """draft -> candidate -> ready over everything staged; binds the review ledger (refused
         unless it is about this candidate and closed: no open in-scope P0/P1) and the waivers.
-        Without a ledger, the honest default: no review items were recorded."""
+        Without a ledger, the honest default: no review items were recorded. `signers` (a
+        releases.signers record: the approvers and waiver grantors with their public keys) is bound
+        so that verify can check the people's signatures against the pinned release key."""
         ref = self._index.get("candidate")
         if ref is None:
             raise RecordError("compose needs a staged candidate", where=INDEX)
@@ -157,7 +161,8 @@ class ReleaseStager:
                                  public_key=self.dir.add_public_key(self.public_key), receipts=staged)
         manifest = mf.transition(manifest, "ready", artifacts=self._index["artifacts"], sboms=self._index["sboms"],
                                  sums=self._index.get("sums") or self.write_sums(),
-                                 ledger=self.dir.add_ledger(ledger), waivers=waiver_entries)
+                                 ledger=self.dir.add_ledger(ledger), waivers=waiver_entries,
+                                 **({"signers": add_signers(self.root, signers)} if signers is not None else {}))
         self.dir.write_manifest(manifest, self._key)
         return manifest
 
@@ -170,15 +175,25 @@ class ReleaseStager:
         return verify_release(self.root, public_key=self.public_key, require_ready=require_ready,
                               private_markers=private_markers)
 
-    def record_approval(self, decision: dict, *, allowed_approvers: Iterable[str], flow_run_id: str) -> Approval:
+    def check_decision(self, decision: dict, *, allowed_approvers: Iterable[str], flow_run_id: str,
+                       approver_keys: Mapping[str, Any] | None = None, allow_unsigned: bool = True) -> dict:
+        """The approval record a decision would make over the ready manifest, or ApprovalRefused
+        (unlisted approver, unacknowledged waiver, a signature that is missing where required or
+        does not verify against the approver's listed key, or binds another manifest)."""
+        return approval_mod.build_approval(
+            self.manifest(), decision=decision["decision"], approver=decision["approver"],
+            allowed_approvers=allowed_approvers, reason=decision["reason"],
+            acknowledged_waivers=decision.get("acknowledged_waivers", []), flow_run_id=flow_run_id,
+            signature=decision.get("signature"), approver_keys=approver_keys, allow_unsigned=allow_unsigned)
+
+    def record_approval(self, decision: dict, *, allowed_approvers: Iterable[str], flow_run_id: str,
+                        approver_keys: Mapping[str, Any] | None = None, allow_unsigned: bool = True) -> Approval:
         """Sign the decision over the ready manifest; an approval also renders the release notes
         and moves the manifest to published (in the staged directory: nothing is uploaded until
         publish)."""
         ready = self.manifest()
-        record = approval_mod.build_approval(
-            ready, decision=decision["decision"], approver=decision["approver"], allowed_approvers=allowed_approvers,
-            reason=decision["reason"], acknowledged_waivers=decision.get("acknowledged_waivers", []),
-            flow_run_id=flow_run_id)
+        record = self.check_decision(decision, allowed_approvers=allowed_approvers, flow_run_id=flow_run_id,
+                                     approver_keys=approver_keys, allow_unsigned=allow_unsigned)
         envelope = receipts.sign_receipt("approval", approval_mod.approval_subjects(record), record, self._key)
         if record["decision"] != "approve":
             return Approval(record, envelope, None)

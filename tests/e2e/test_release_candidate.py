@@ -32,6 +32,7 @@ subdir = "engine"
 approvers = ["local-operator", "release-lead"]
 approval_timeout_s = {timeout_s}
 approval_poll_s = 1
+allow_unsigned_approval = true
 
 [paths]
 state = "{tmp / 'state'}"
@@ -124,8 +125,9 @@ def test_approved_candidate_is_published_and_verifies(prefect_api, engine_repo, 
     assert manifest["approval"]["approver"] == "local-operator"
     assert {r["kind"] for r in manifest["receipts"]} >= {"candidate", "build", "reproducibility", "lane"}
     assert release.name == manifest["version"]
-    verify = subprocess.run([ASSAY, "verify", "--require-ready", "--json", str(release)], capture_output=True,
-                            text=True, timeout=300)
+    key = tmp_path / "state" / "keys" / "release.pub.pem"
+    verify = subprocess.run([ASSAY, "verify", "--require-ready", "--json", "--key", str(key), str(release)],
+                            capture_output=True, text=True, timeout=300)
     assert verify.returncode == 0, verify.stdout + verify.stderr
     assert json.loads(verify.stdout)["ok"] is True
     # A second run of the same candidate is refused before it builds anything.

@@ -6,6 +6,12 @@ import pytest
 from tests.releases.fixtures import SyntheticRelease, build_release
 
 
+@pytest.fixture(autouse=True)
+def private_user_config(tmp_path, monkeypatch):
+    """Each test gets its own empty user config dir: no trust file or key of the machine's user leaks in."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "user-config"))
+
+
 @pytest.fixture
 def published_release(tmp_path) -> SyntheticRelease:
     """A complete, approved release directory at tmp_path/"1.2.3" (verifies with require_ready)."""

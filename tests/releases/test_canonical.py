@@ -23,6 +23,26 @@ def test_canonical_vectors(obj, expected):
     assert canonical_json(obj) == expected
 
 
+def test_rfc8785_key_order_is_by_utf16_code_units():
+    # The sorting example of RFC 8785 section 3.2.3: U+1F600 (a surrogate pair, D83D) sorts before U+FB33.
+    obj = {"\u20ac": "Euro", "\r": "CR", "\ufb33": "Hebrew", "1": "One", "\U0001f600": "Smiley",
+           "\u0080": "Control", "\u00f6": "Latin"}
+    keys = list(load_json_bytes(canonical_json(obj)))
+    assert keys == ["\r", "1", "\u0080", "\u00f6", "\u20ac", "\U0001f600", "\ufb33"]
+    assert sorted(obj) != keys  # Python's code-point order differs: this is why rfc8785 is used
+
+
+@pytest.mark.parametrize("number, text", [(1e30, b"1e+30"), (4.50, b"4.5"), (0.002, b"0.002"), (1e-27, b"1e-27"),
+                                          (-0.0, b"0"), (1.0, b"1"), (2**53 - 1, b"9007199254740991")])
+def test_rfc8785_numbers_in_ecmascript_form(number, text):
+    assert canonical_json(number) == text
+
+
+def test_integers_beyond_ijson_are_refused():
+    with pytest.raises(RecordError, match="cannot canonicalise"):
+        canonical_json({"n": 2**53})
+
+
 def test_key_order_does_not_change_digest():
     assert digest({"a": 1, "b": [2, 3]}) == digest({"b": [2, 3], "a": 1})
     assert digest({"a": 1}) != digest({"a": 2})
@@ -64,7 +84,7 @@ def test_strict_loading(data, fragment):
 
 
 _json = st.recursive(
-    st.none() | st.booleans() | st.integers(min_value=-(2**63), max_value=2**63) | st.text(max_size=8)
+    st.none() | st.booleans() | st.integers(min_value=-(2**53 - 1), max_value=2**53 - 1) | st.text(max_size=8)
     | st.floats(allow_nan=False, allow_infinity=False),
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=4),
     max_leaves=20,

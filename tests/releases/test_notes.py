@@ -228,13 +228,15 @@ def test_notes_written_into_the_release_are_bound_and_checked_by_rendering_again
         ("notes/RELEASE-NOTES.md", "the notes differ from what the records render")]
 
 
-def _with_ledger(tmp_path, ledger_for):
+def _with_ledger(tmp_path, ledger_for, closure_failures=()):
     rel = build_release(tmp_path / "1.2.3", state="ready")
     rd = ReleaseDir(rel.root)
     m = mf.update(rel.manifest, ledger=rd.add_ledger(ledger_for(rel.candidate_ref)))
     rd.write_manifest(m, rel.private_key)
-    report = verify_release(rel.root, require_ready=True)
-    assert report.ok, report.failures  # the ledger record itself verifies (the closure rule is verify's to add)
+    report = verify_release(rel.root, require_ready=True, public_key=rel.public_key)
+    # verify --require-ready applies the closure rule; nothing else may fail.
+    assert [(f.file, f.field, f.message) for f in report.failures] == [
+        ("ledger.json", "closure", message) for message in closure_failures]
     return render_notes(rel.root, "md")
 
 
@@ -249,6 +251,7 @@ def test_notes_name_the_items_that_block_closure(tmp_path):
         led = new_ledger(ref, review_id="rc-1", base=None, seats=[{"role": "kernels"}])
         return add_item(led, id="R7", title="use-after-free", priority="P1")
 
-    text = _with_ledger(tmp_path, open_p1)
+    text = _with_ledger(tmp_path, open_p1, ["item R7 (P1, in scope) is open: use-after-free",
+                                            "review rc-1 has no closure by its accountable lead"])
     assert "is not met; open: [R7](ledger.json#/items/0/id)." in text
     assert "The accountable lead has not closed the review." in text

@@ -150,3 +150,4 @@ def test_compose_refuses_a_ledger_with_an_open_in_scope_p1_and_binds_it_once_def
     ledger = close(ledger, by="lead", statement="deferred with an issue")
     manifest = stager.compose(ledger=ledger)
     assert json.loads((stager.root / manifest["ledger"]["path"]).read_text())["review_id"] == "rv-1"
+    assert stager.verify(require_ready=True).failures == []

@@ -2,18 +2,17 @@
 from __future__ import annotations
 
 from pathlib import PurePosixPath
-from typing import TYPE_CHECKING
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from releases.canonical import digest
 from releases.candidate import candidate_mismatch, record_candidate
+from releases.ledger import closure_problems
 from releases.errors import RecordError, SchemaError
 from releases.manifest import approval_digest
 from releases.receipts import open_receipt
-
-if TYPE_CHECKING:
-    from releases.verify import Checker
+from releases.verify.checker import Checker
+from releases.verify.people import check_approval_signature, check_waiver, load_signers
 
 _CANDIDATE_FIELD = {"build": "payload/predicate/buildDefinition/externalParameters/candidate",
                     "candidate": "payload/predicate"}
@@ -88,7 +87,8 @@ def _check_build_coverage(check: Checker, manifest: dict, builds: dict[str, dict
             check.fail(art["path"], "sha256", f"declared reproducible but build(s) {', '.join(missing)} produced other bytes")
 
 
-def _check_approval(check: Checker, manifest: dict, key: Ed25519PublicKey) -> None:
+def _check_approval(check: Checker, manifest: dict, key: Ed25519PublicKey, signers: dict | None, *,
+                    require_signed: bool) -> None:
     entry = manifest["approval"]
     rel = entry["path"]
     opened = _open(check, rel, "approval", key)
@@ -109,6 +109,7 @@ def _check_approval(check: Checker, manifest: dict, key: Ed25519PublicKey) -> No
     unacked = sorted({w["id"] for w in manifest.get("waivers", [])} - set(pred["acknowledged_waivers"]))
     if unacked:
         check.fail(rel, "payload/predicate/acknowledged_waivers", f"waivers not acknowledged: {', '.join(unacked)}")
+    check_approval_signature(check, manifest, rel, pred, signers, require_signed=require_signed)
 
 
 def _check_ready(check: Checker, preds: dict[str, list[tuple[str, dict]]], waivers: dict[str, dict]) -> None:
@@ -138,7 +139,8 @@ def _check_ready(check: Checker, preds: dict[str, list[tuple[str, dict]]], waive
                     check.fail(rel, "payload/predicate/waived", f"waiver {wid} is not bound by the manifest (scope reproducibility)")
 
 
-def check_records(check: Checker, manifest: dict, key: Ed25519PublicKey, *, require_ready: bool) -> None:
+def check_records(check: Checker, manifest: dict, key: Ed25519PublicKey, *, require_ready: bool,
+                  require_signed_approval: bool = False) -> None:
     expected = manifest["candidate"]
     entry = manifest.get("candidate_record")
     if entry:
@@ -170,6 +172,10 @@ def check_records(check: Checker, manifest: dict, key: Ed25519PublicKey, *, requ
         ledger = check.json(manifest["ledger"]["path"], "ledger", "ledger")
         if ledger is not None:
             _check_candidate(check, manifest["ledger"]["path"], "ledger", ledger, expected, "candidate")
+            if require_ready:  # the closure rule: no open in-scope P0/P1 item, and a closure
+                for problem in closure_problems(ledger):
+                    check.fail(manifest["ledger"]["path"], "closure", problem)
+    signers = load_signers(check, manifest)
     waivers: dict[str, dict] = {}
     for i, w in enumerate(manifest.get("waivers", [])):
         record = check.json(w["path"], "waiver", f"waivers/{i}")
@@ -178,8 +184,9 @@ def check_records(check: Checker, manifest: dict, key: Ed25519PublicKey, *, requ
         _check_candidate(check, w["path"], "waiver", record, expected, "candidate")
         if record["id"] != w["id"]:
             check.fail(w["path"], "id", f"waiver id {record['id']} but the manifest binds it as {w['id']}")
+        check_waiver(check, w["path"], record, signers)
         waivers[w["id"]] = record
     if "approval" in manifest:
-        _check_approval(check, manifest, key)
+        _check_approval(check, manifest, key, signers, require_signed=require_signed_approval)
     if require_ready:
         _check_ready(check, preds, waivers)
