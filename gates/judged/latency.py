@@ -1,0 +1,112 @@
+"""TTFT parity on agent-probe positions, judged by gates.stats.judge_latency.
+
+Positions, run on each engine in turn (incumbent first):
+- warm: a new conversation arriving at a server that has already served one;
+- sibling: the next turn of a `prompt_cache_key` session (the previous turn's tokens cached);
+- restored: the next turn after the session was checkpointed and the server restarted
+  (needs `restart` hooks from the caller, which alone can restart a server; skipped and stated
+  in the record's settings otherwise);
+- fanout-1..k: k branches of one conversation sent at once, paired across engines by admission
+  order (the order their first tokens came back).
+Beyond the judge's time rule: cached tokens at sibling and restored must be >= the incumbent's,
+and any error or timeout fails the position.
+"""
+
+from __future__ import annotations
+
+import statistics
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from typing import Callable
+
+from gates.stats import judge_latency
+
+from gates.judged.client import Completion, Endpoint
+from gates.judged.corpus import filler
+from gates.judged.verdict import finish
+
+Restart = Callable[[], Endpoint]
+
+
+def _conversation(salt: str, words: int = 120) -> list[dict]:
+    return [{"role": "user", "content": filler(words, salt) + "\nSummarise the log in one line."}]
+
+
+def _next_turn(messages: list[dict], answer: str, salt: str) -> list[dict]:
+    return messages + [{"role": "assistant", "content": answer},
+                       {"role": "user", "content": filler(12, salt) + "\nAnd the next line?"}]
+
+
+def _measure(endpoint: Endpoint, s: dict, restart: Restart | None) -> tuple[dict, Endpoint]:
+    """{position: [Completion, ...]} on one engine; returns the (possibly restarted) endpoint."""
+    n, reps = s["max_tokens"], s["repeats"]
+    out: dict[str, list[Completion]] = {}
+    endpoint.chat(_conversation("latency-warmup"), n)
+    out["warm"] = [endpoint.chat(_conversation(f"warm-{uuid.uuid4().hex}"), n) for _ in range(reps)]
+    out["sibling"] = []
+    for _ in range(reps):
+        key, salt = f"lat-{uuid.uuid4().hex[:16]}", uuid.uuid4().hex
+        first = endpoint.chat(_conversation(salt), n, cache_key=key)
+        out["sibling"].append(first if first.error else
+                              endpoint.chat(_next_turn(_conversation(salt), first.text, salt), n, cache_key=key))
+    if restart is not None:
+        key, salt = f"lat-{uuid.uuid4().hex[:16]}", uuid.uuid4().hex
+        first = endpoint.chat(_conversation(salt), n, cache_key=key)
+        try:
+            endpoint.post("/v1/engine/checkpoints", {"session": key})
+            endpoint = restart()
+            out["restored"] = [first if first.error else
+                               endpoint.chat(_next_turn(_conversation(salt), first.text, salt), n, cache_key=key)]
+        except Exception as exc:  # a failed save or restart is this position's error, not a crash
+            out["restored"] = [Completion(error=f"{type(exc).__name__}: {exc}")]
+    stem = uuid.uuid4().hex
+    with ThreadPoolExecutor(max_workers=s["fanout"]) as pool:
+        branches = list(pool.map(lambda i: endpoint.chat(
+            _conversation(stem) + [{"role": "user", "content": f"Branch {i}: the next line?"}], n),
+            range(s["fanout"])))
+    # Admission order: the order the server answered, read from when each first token came back.
+    branches.sort(key=lambda c: (c.first_token_at is None, c.first_token_at or 0.0))
+    for i, c in enumerate(branches, start=1):
+        out[f"fanout-{i}"] = [c]
+    return out, endpoint
+
+
+def _ttft(results: list[Completion]) -> float | None:
+    times = [c.ttft_s for c in results if c.error is None and c.ttft_s is not None]
+    return statistics.median(times) if len(times) == len(results) and times else None
+
+
+def run_latency(candidate: Endpoint, incumbent: Endpoint, settings: dict, context: dict, *,
+                waivers: list[dict] = (), candidate_ref: dict | None = None,
+                restart_candidate: Restart | None = None, restart_incumbent: Restart | None = None) -> dict:
+    """Measure every position on both engines and return the judged verdict-latency record."""
+    s = settings["latency"]
+    restart = restart_candidate is not None and restart_incumbent is not None
+    inc, _ = _measure(incumbent, s, restart_incumbent if restart else None)
+    cand, _ = _measure(candidate, s, restart_candidate if restart else None)
+    positions = [{"id": p, "incumbent_s": _ttft(inc[p]), "candidate_s": _ttft(cand[p])} for p in inc]
+    data = {"absolute_s": s["absolute_s"], "relative": s["relative"], "positions": positions}
+    if candidate_ref is not None:
+        data["candidate"] = candidate_ref
+    record = judge_latency(data, source="latency positions")
+    findings, extra = [], []
+    for row in record["positions"]:
+        if row["passed"] is False:
+            findings.append({"case": row["id"], "measured": f"{row['candidate_s']:.4f}",
+                             "what": f"TTFT over allowed {row['allowed_s']:.4f} s"})
+    for p in inc:
+        errors = sum(c.error is not None for c in cand[p]) + sum(c.error is not None for c in inc[p])
+        if errors:
+            first = next(c.error for c in cand[p] + inc[p] if c.error)
+            extra.append(("fail", f"position {p}: {errors} error(s) or timeout(s), first: {first}"))
+            findings.append({"case": p, "measured": f"{errors} errors", "what": "errors or timeouts"})
+        if p in ("sibling", "restored") and not errors:
+            c_cached, i_cached = min(c.cached_tokens for c in cand[p]), min(c.cached_tokens for c in inc[p])
+            if c_cached < i_cached:
+                extra.append(("fail", f"position {p}: candidate cached {c_cached} tokens, incumbent {i_cached}"))
+                findings.append({"case": p, "measured": f"cached {c_cached} < {i_cached}", "what": "cached tokens"})
+    cached = {p: {"candidate": min(c.cached_tokens for c in cand[p]), "incumbent": min(c.cached_tokens for c in inc[p])}
+              for p in inc if p in ("sibling", "restored")}
+    settings_out = {**s, "positions": list(inc), "skipped": [] if restart else ["restored"], "cached_tokens": cached}
+    return finish(record, context={**context, "corpus": None}, findings=findings, extra=extra,
+                  waivers=waivers, settings=settings_out)
