@@ -37,20 +37,21 @@ def _next_turn(messages: list[dict], answer: str, salt: str) -> list[dict]:
                        {"role": "user", "content": filler(12, salt) + "\nAnd the next line?"}]
 
 
-def _measure(endpoint: Endpoint, s: dict, restart: Restart | None) -> tuple[dict, Endpoint]:
-    """{position: [Completion, ...]} on one engine; returns the (possibly restarted) endpoint."""
+def _measure(endpoint: Endpoint, s: dict, restart: Restart | None, run: str) -> tuple[dict, Endpoint]:
+    """{position: [Completion, ...]} on one engine; returns the (possibly restarted) endpoint.
+    `run` salts the prompts: both engines get the same prompts, and no server has seen them."""
     n, reps = s["max_tokens"], s["repeats"]
     out: dict[str, list[Completion]] = {}
-    endpoint.chat(_conversation("latency-warmup"), n)
-    out["warm"] = [endpoint.chat(_conversation(f"warm-{uuid.uuid4().hex}"), n) for _ in range(reps)]
+    endpoint.chat(_conversation(f"{run}-warmup"), n)
+    out["warm"] = [endpoint.chat(_conversation(f"{run}-warm-{r}"), n) for r in range(reps)]
     out["sibling"] = []
-    for _ in range(reps):
-        key, salt = f"lat-{uuid.uuid4().hex[:16]}", uuid.uuid4().hex
+    for r in range(reps):
+        key, salt = f"lat-{uuid.uuid4().hex[:16]}", f"{run}-sibling-{r}"
         first = endpoint.chat(_conversation(salt), n, cache_key=key)
         out["sibling"].append(first if first.error else
                               endpoint.chat(_next_turn(_conversation(salt), first.text, salt), n, cache_key=key))
     if restart is not None:
-        key, salt = f"lat-{uuid.uuid4().hex[:16]}", uuid.uuid4().hex
+        key, salt = f"lat-{uuid.uuid4().hex[:16]}", f"{run}-restored"
         first = endpoint.chat(_conversation(salt), n, cache_key=key)
         try:
             endpoint.post("/v1/engine/checkpoints", {"session": key})
@@ -59,7 +60,7 @@ def _measure(endpoint: Endpoint, s: dict, restart: Restart | None) -> tuple[dict
                                endpoint.chat(_next_turn(_conversation(salt), first.text, salt), n, cache_key=key)]
         except Exception as exc:  # a failed save or restart is this position's error, not a crash
             out["restored"] = [Completion(error=f"{type(exc).__name__}: {exc}")]
-    stem = uuid.uuid4().hex
+    stem = f"{run}-fanout"
     with ThreadPoolExecutor(max_workers=s["fanout"]) as pool:
         branches = list(pool.map(lambda i: endpoint.chat(
             _conversation(stem) + [{"role": "user", "content": f"Branch {i}: the next line?"}], n),
@@ -82,8 +83,9 @@ def run_latency(candidate: Endpoint, incumbent: Endpoint, settings: dict, contex
     """Measure every position on both engines and return the judged verdict-latency record."""
     s = settings["latency"]
     restart = restart_candidate is not None and restart_incumbent is not None
-    inc, _ = _measure(incumbent, s, restart_incumbent if restart else None)
-    cand, _ = _measure(candidate, s, restart_candidate if restart else None)
+    run = uuid.uuid4().hex
+    inc, _ = _measure(incumbent, s, restart_incumbent if restart else None, run)
+    cand, _ = _measure(candidate, s, restart_candidate if restart else None, run)
     positions = [{"id": p, "incumbent_s": _ttft(inc[p]), "candidate_s": _ttft(cand[p])} for p in inc]
     data = {"absolute_s": s["absolute_s"], "relative": s["relative"], "positions": positions}
     if candidate_ref is not None:

@@ -4,6 +4,7 @@ restored-session latency position can restart them."""
 
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -38,8 +39,11 @@ class Pair:
 
     def __init__(self, root, model):
         self.root, self.model = root, model
-        self.servers = {role: Server(root / role / "0", _profile(model, root / role / "ckpt")).start()
-                        for role in ("candidate", "incumbent")}
+        # Started side by side: each start is mostly waiting for the model to load.
+        with ThreadPoolExecutor(2) as pool:
+            started = pool.map(lambda role: Server(root / role / "0", _profile(model, root / role / "ckpt")).start(),
+                               ("candidate", "incumbent"))
+            self.servers = dict(zip(("candidate", "incumbent"), started))
         self.restarts = 0
 
     def endpoint(self, role) -> Endpoint:
