@@ -109,3 +109,34 @@ def test_latency_parity_with_a_restored_session(pair):
     assert cached["sibling"]["candidate"] > 0 and cached["sibling"]["candidate"] >= cached["sibling"]["incumbent"]
     assert cached["restored"]["candidate"] > 0
     assert v["judged"]["settings"]["skipped"] == []
+
+
+def test_cli_writes_four_verdicts_naming_lane_incumbent_and_candidate(pair, tmp_path):
+    import subprocess
+    import sys
+
+    from gates.judged.verdict import check
+    from tests.engine.server.live import KEY
+
+    (tmp_path / "key").write_text(f"# test key\n{KEY}\n")
+    (tmp_path / "settings.json").write_text(json.dumps(
+        {**SMALL, "latency": {**SMALL["latency"], "absolute_s": 2.0}}))
+    (tmp_path / "incumbent.json").write_text(json.dumps(INCUMBENT))
+    (tmp_path / "ref.json").write_text(json.dumps(REF))
+    out = tmp_path / "out"
+    proc = subprocess.run(
+        [sys.executable, "-m", "gates.judged", "--candidate-url", pair.servers["candidate"].url,
+         "--incumbent-url", pair.servers["incumbent"].url, "--api-key-file", str(tmp_path / "key"),
+         "--lane", "cpu-smoke", "--size", "cpu", "--out", str(out), "--settings", str(tmp_path / "settings.json"),
+         "--incumbent-identity", str(tmp_path / "incumbent.json"), "--candidate-ref", str(tmp_path / "ref.json")],
+        capture_output=True, text=True, timeout=600)
+    records = {p.stem: check(json.loads(p.read_text())) for p in sorted(out.glob("*.json"))}
+    assert sorted(records) == ["verdict-abba", "verdict-determinism", "verdict-latency", "verdict-noninferiority"]
+    for kind, r in records.items():
+        assert r["kind"] == kind and r["judged"]["lane"] == "cpu-smoke" and r["candidate"] == REF
+        assert r["judged"]["incumbent"] == INCUMBENT
+    for kind in ("verdict-determinism", "verdict-noninferiority", "verdict-latency"):
+        assert records[kind]["verdict"] == "pass", (kind, records[kind]["reasons"], proc.stderr)
+    assert records["verdict-abba"]["verdict"] in ("pass", "inconclusive")
+    assert proc.returncode == (1 if blocks(records["verdict-abba"]) else 0), proc.stdout + proc.stderr
+    assert records["verdict-latency"]["judged"]["settings"]["skipped"] == ["restored"]
