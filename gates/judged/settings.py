@@ -22,8 +22,7 @@ _COMMON: dict[str, dict[str, Any]] = {
     "noninferiority": {"cases": 140, "variants": 8, "seed": 0, "resamples": 20000, "confidence": 0.95,
                        "max_error_rate": 0.01, "min_perturbed_cases": 10, "max_tokens": 96},
     "determinism": {"prompts": 80, "max_tokens": 64},
-    "latency": {"absolute_s": 0.25, "relative": 0.25, "fanout": 4, "repeats": 3, "max_tokens": 8,
-                "timeout_s": 60.0},
+    "latency": {"absolute_s": 0.25, "relative": 0.25, "fanout": 4, "repeats": 3, "max_tokens": 8},
 }
 
 # The CPU size: what two shared cores finish inside a `make run`. Leg spread is wider because CPU
@@ -45,7 +44,7 @@ _TYPES: dict[str, dict[str, tuple]] = {
                        "max_tokens": (int, 1, 4096)},
     "determinism": {"prompts": (int, 1, 140), "max_tokens": (int, 1, 4096)},
     "latency": {"absolute_s": (float, 0.0, None), "relative": (float, 0.0, None), "fanout": (int, 1, 64),
-                "repeats": (int, 1, 100), "max_tokens": (int, 1, 4096), "timeout_s": (float, 1.0, None)},
+                "repeats": (int, 1, 100), "max_tokens": (int, 1, 4096)},
 }
 
 
