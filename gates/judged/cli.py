@@ -86,6 +86,15 @@ def _candidate_ref(path: str | None) -> dict | None:
     return data
 
 
+def _progress(text: str) -> None:
+    """A line per gate; on a terminal the pair count of the quality screen counts up in place."""
+    if "/" not in text:
+        print(f"gate {text} ...", file=sys.stderr, flush=True)
+    elif sys.stderr.isatty():
+        done, total = text.rsplit(" ", 1)[1].split("/")
+        print(f"\r  {text}", end="\n" if done == total else "", file=sys.stderr, flush=True)
+
+
 def _write_all(out: Path, records: dict[str, dict]) -> None:
     """Each file atomically (temporary file, then rename), after every verdict is decided."""
     out.mkdir(parents=True, exist_ok=True)
@@ -111,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
                 Endpoint("incumbent", args.incumbent_url, key) as inc:
             records = run_judged(cand, inc, lane=args.lane, size=args.size, lane_gates=settings,
                                  incumbent_identity=identity, candidate_ref=ref, waivers=waivers,
-                                 progress=lambda g: print(f"gate {g} ...", file=sys.stderr))
+                                 progress=_progress)
     except (BadInput, SettingsError, CorpusError, IdentityError) as exc:
         print(f"bad input: {exc}", file=sys.stderr)
         return exit_codes.BAD_INPUT

@@ -1,6 +1,7 @@
 """TTFT parity on agent-probe positions, judged by gates.stats.judge_latency.
 
-Positions, run on each engine in turn (incumbent first):
+Positions, each measured on both engines with the same prompts, repeats alternating which engine
+goes first; a position's TTFT is the median over its repeats:
 - warm: a new conversation arriving at a server that has already served one;
 - sibling: the next turn of a `prompt_cache_key` session (the previous turn's tokens cached);
 - restored: the next turn after the session was checkpointed and the server restarted
@@ -37,39 +38,64 @@ def _next_turn(messages: list[dict], answer: str, salt: str) -> list[dict]:
                        {"role": "user", "content": filler(12, salt) + "\nAnd the next line?"}]
 
 
-def _measure(endpoint: Endpoint, s: dict, restart: Restart | None, run: str) -> tuple[dict, Endpoint]:
-    """{position: [Completion, ...]} on one engine; returns the (possibly restarted) endpoint.
-    `run` salts the prompts: both engines get the same prompts, and no server has seen them."""
-    n, reps = s["max_tokens"], s["repeats"]
-    out: dict[str, list[Completion]] = {}
-    endpoint.chat(_conversation(f"{run}-warmup"), n)
-    out["warm"] = [endpoint.chat(_conversation(f"{run}-warm-{r}"), n) for r in range(reps)]
-    out["sibling"] = []
-    for r in range(reps):
-        key, salt = f"lat-{uuid.uuid4().hex[:16]}", f"{run}-sibling-{r}"
-        first = endpoint.chat(_conversation(salt), n, cache_key=key)
-        out["sibling"].append(first if first.error else
-                              endpoint.chat(_next_turn(_conversation(salt), first.text, salt), n, cache_key=key))
-    if restart is not None:
-        key, salt = f"lat-{uuid.uuid4().hex[:16]}", f"{run}-restored"
-        first = endpoint.chat(_conversation(salt), n, cache_key=key)
-        try:
-            endpoint.post("/v1/engine/checkpoints", {"session": key})
-            endpoint = restart()
-            out["restored"] = [first if first.error else
-                               endpoint.chat(_next_turn(_conversation(salt), first.text, salt), n, cache_key=key)]
-        except Exception as exc:  # a failed save or restart is this position's error, not a crash
-            out["restored"] = [Completion(error=f"{type(exc).__name__}: {exc}")]
-    stem = f"{run}-fanout"
-    with ThreadPoolExecutor(max_workers=s["fanout"]) as pool:
+def _sibling(endpoint: Endpoint, salt: str, n: int) -> Completion:
+    """A conversation's second turn on its own `prompt_cache_key` session (the first turn cached)."""
+    key = f"lat-{uuid.uuid4().hex[:16]}"
+    first = endpoint.chat(_conversation(salt), n, cache_key=key)
+    return first if first.error else endpoint.chat(_next_turn(_conversation(salt), first.text, salt), n, cache_key=key)
+
+
+def _restored(endpoint: Endpoint, restart: Restart, salt: str, n: int) -> tuple[Completion, Endpoint]:
+    """The second turn after the session was checkpointed and the server restarted; returns the
+    completion and the endpoint of the server that now runs."""
+    key = f"lat-{uuid.uuid4().hex[:16]}"
+    first = endpoint.chat(_conversation(salt), n, cache_key=key)
+    if first.error:
+        return first, endpoint
+    try:
+        endpoint.post("/v1/engine/checkpoints", {"session": key})
+        endpoint = restart()
+    except Exception as exc:  # a failed save or restart is this position's error, not a crash
+        return Completion(error=f"{type(exc).__name__}: {exc}"), endpoint
+    return endpoint.chat(_next_turn(_conversation(salt), first.text, salt), n, cache_key=key), endpoint
+
+
+def _fanout(endpoint: Endpoint, stem: str, k: int, n: int) -> list[Completion]:
+    """k branches of one conversation at once, in admission order (when each first token came back)."""
+    with ThreadPoolExecutor(max_workers=k) as pool:
         branches = list(pool.map(lambda i: endpoint.chat(
-            _conversation(stem) + [{"role": "user", "content": f"Branch {i}: the next line?"}], n),
-            range(s["fanout"])))
-    # Admission order: the order the server answered, read from when each first token came back.
+            _conversation(stem) + [{"role": "user", "content": f"Branch {i}: the next line?"}], n), range(k)))
     branches.sort(key=lambda c: (c.first_token_at is None, c.first_token_at or 0.0))
-    for i, c in enumerate(branches, start=1):
-        out[f"fanout-{i}"] = [c]
-    return out, endpoint
+    return branches
+
+
+def _measure(given: dict[str, Endpoint], s: dict, restarts: dict[str, Restart] | None) -> dict:
+    """{role: {position: [Completion per repeat]}}. Repeats alternate which engine goes first, so
+    a slow spell of the host falls on both; both engines get the same prompts, unseen by either."""
+    n, reps, run = s["max_tokens"], s["repeats"], uuid.uuid4().hex
+    engines = dict(given)  # a restart replaces an engine's endpoint
+    out: dict[str, dict[str, list[Completion]]] = {role: {} for role in engines}
+
+    def order(r: int) -> list[str]:
+        return ["incumbent", "candidate"] if r % 2 == 0 else ["candidate", "incumbent"]
+
+    for role in order(0):
+        engines[role].chat(_conversation(f"{run}-warmup"), n)
+    for r in range(reps):
+        for role in order(r):
+            out[role].setdefault("warm", []).append(engines[role].chat(_conversation(f"{run}-warm-{r}"), n))
+    for r in range(reps):
+        for role in order(r):
+            out[role].setdefault("sibling", []).append(_sibling(engines[role], f"{run}-sibling-{r}", n))
+    if restarts is not None:
+        for role in order(0):
+            done, engines[role] = _restored(engines[role], restarts[role], f"{run}-restored", n)
+            out[role]["restored"] = [done]
+    for r in range(reps):
+        for role in order(r):
+            for i, c in enumerate(_fanout(engines[role], f"{run}-fanout-{r}", s["fanout"], n), start=1):
+                out[role].setdefault(f"fanout-{i}", []).append(c)
+    return out
 
 
 def _ttft(results: list[Completion]) -> float | None:
@@ -83,9 +109,9 @@ def run_latency(candidate: Endpoint, incumbent: Endpoint, settings: dict, contex
     """Measure every position on both engines and return the judged verdict-latency record."""
     s = settings["latency"]
     restart = restart_candidate is not None and restart_incumbent is not None
-    run = uuid.uuid4().hex
-    inc, _ = _measure(incumbent, s, restart_incumbent if restart else None, run)
-    cand, _ = _measure(candidate, s, restart_candidate if restart else None, run)
+    measured = _measure({"incumbent": incumbent, "candidate": candidate}, s,
+                        {"incumbent": restart_incumbent, "candidate": restart_candidate} if restart else None)
+    inc, cand = measured["incumbent"], measured["candidate"]
     positions = [{"id": p, "incumbent_s": _ttft(inc[p]), "candidate_s": _ttft(cand[p])} for p in inc]
     data = {"absolute_s": s["absolute_s"], "relative": s["relative"], "positions": positions}
     if candidate_ref is not None:

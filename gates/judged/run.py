@@ -51,7 +51,8 @@ def run_judged(candidate: Endpoint, incumbent: Endpoint, *, lane: str, size: str
     say("noninferiority")
     out["verdict-noninferiority"] = run_quality(
         candidate, incumbent, settings, context,
-        determinism_passed=out["verdict-determinism"]["verdict"] == "pass", **common)
+        determinism_passed=out["verdict-determinism"]["verdict"] == "pass",
+        progress=lambda gate, done, total: say(f"{gate} {done}/{total}"), **common)
     say("latency")
     out["verdict-latency"] = run_latency(candidate, incumbent, settings, context, restart_candidate=restart_candidate,
                                          restart_incumbent=restart_incumbent, **common)

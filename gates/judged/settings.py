@@ -31,7 +31,7 @@ _CPU: dict[str, dict[str, Any]] = {
     "abba": {"max_leg_spread": 0.20},
     "noninferiority": {"cases": 12, "variants": 2, "max_tokens": 40},
     "determinism": {"prompts": 8, "max_tokens": 24},
-    "latency": {"fanout": 2, "repeats": 1},
+    "latency": {"fanout": 2, "repeats": 3},
 }
 
 # Each key's type, and the bounds a value must respect.
