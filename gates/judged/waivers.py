@@ -1,6 +1,7 @@
 """Waivers of judged verdicts: a waiver applies only to exactly the failure it names.
 
-A waiver (the record `releases.waivers` writes, or any mapping with the same fields) names the
+A waiver (a gate-scoped record as `releases.waivers.build_gate_waiver` writes it, its signature
+checked by the caller against the listed grantors, or any mapping with the same fields) names the
 gate (`abba` or `verdict-abba`), the lane, the case (or position, or metric; `subject` is read
 when `case` is absent), the measured value, and the candidate. It applies to a verdict when all
 of these equal a finding of that verdict on that lane: a waiver for another case, another gate,
@@ -33,6 +34,8 @@ def why_not(waiver: dict, verdict: dict, lane: str) -> str | None:
     if not isinstance(waiver, dict):
         return "not a waiver record"
     judged = verdict.get("judged", {})
+    if waiver.get("scope", "gate") != "gate":
+        return f"scope {waiver.get('scope')!r} is not a gate waiver"
     if _gate(waiver.get("gate")) != verdict.get("kind"):
         return f"names gate {waiver.get('gate')!r}, not {verdict.get('kind')}"
     if waiver.get("lane") != lane or judged.get("lane") != lane:

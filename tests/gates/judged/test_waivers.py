@@ -34,7 +34,7 @@ def _verdict(waivers=(), **abba):
 
 
 def _waiver(**over):
-    w = {"id": "slow-ok", "gate": "abba", "lane": "cpu-reference", "case": "fresh-64-decode-48",
+    w = {"id": "slow-ok", "scope": "gate", "gate": "abba", "lane": "cpu-reference", "case": "fresh-64-decode-48",
          "measured": "0.8000", "approved_by": "release-lead", "reason": "known regression", "candidate": REF}
     w.update(over)
     return w
@@ -82,6 +82,7 @@ def test_one_waiver_of_two_failures_still_blocks():
     ("candidate", OTHER, "another candidate"),
     ("measured", "0.7999", "is not the verdict's"),
     ("approved_by", "", "no approver"),
+    ("scope", "reproducibility", "not a gate waiver"),
 ])
 def test_a_waiver_for_anything_else_does_not_apply(field, value, why):
     v = _verdict()
