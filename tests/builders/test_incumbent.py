@@ -94,3 +94,55 @@ def test_the_default_ref_builds_once_and_is_reused_from_the_cache(tmp_path):
     rebuilt = resolve_incumbent({"ref": DEFAULT_REF}, repo_dir=ROOT, state_dir=tmp_path, store=None)
     assert rebuilt.identity == first.identity
     assert not [p for p in os.listdir(tmp_path / "incumbent") if p.startswith(".build-")]
+
+
+@pytest.mark.slow
+def test_the_default_incumbent_serves_the_tiny_model(tmp_path):
+    """The embedded default must stay a working incumbent: its wheel, installed on its own (not the
+    working tree's engine), serves the tiny model and answers a chat completion."""
+    import socket
+    import subprocess
+    import sys
+    import time
+
+    import httpx
+
+    inc = resolve_incumbent({"ref": DEFAULT_REF}, repo_dir=ROOT, state_dir=tmp_path, store=None)
+    target = tmp_path / "site"
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target),
+                    str(inc.wheel)], check=True, timeout=300)
+    env = {**os.environ, "PYTHONPATH": str(target)}
+    where = subprocess.run([sys.executable, "-c", "import engine; print(engine.__file__)"], cwd=tmp_path, env=env,
+                           capture_output=True, text=True, check=True).stdout
+    assert where.startswith(str(target))
+    subprocess.run([sys.executable, "-m", "engine", "make-tiny-model", str(tmp_path / "tiny")], cwd=tmp_path,
+                   env=env, check=True, capture_output=True, timeout=300)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    profile = {"model": {"path": str(tmp_path / "tiny"), "name": "tiny"}, "device": "cpu", "dtype": "float32",
+               "kv_dtype": "float32", "max_context": 256, "kv_capacity": 1024, "host_memory_mib": 512,
+               "admission_headroom_mib": 16}
+    (tmp_path / "profile.json").write_text(json.dumps(profile))
+    proc = subprocess.Popen([sys.executable, "-m", "engine", "serve", "--profile", "profile.json", "--port", str(port)],
+                            cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        url = f"http://127.0.0.1:{port}"
+        for _ in range(300):
+            assert proc.poll() is None, "the incumbent's server exited"
+            try:
+                if httpx.get(url + "/health", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.5)
+        reply = httpx.post(url + "/v1/chat/completions", timeout=60, json={
+            "model": "tiny", "messages": [{"role": "user", "content": "hello"}], "max_tokens": 4, "temperature": 0})
+        assert reply.status_code == 200 and reply.json()["usage"]["completion_tokens"] == 4
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(10)
