@@ -56,3 +56,11 @@ class ForeignWaiver(CompareError):
 class SbomError(BuilderError):
     """An SBOM could not be produced or failed its library's validator."""
 
+
+
+class IncumbentError(BuilderError):
+    """The incumbent engine could not be resolved: says which source (store, ref, wheel) and why."""
+
+    def __init__(self, origin: str, message: str):
+        self.origin, self.message = origin, message
+        super().__init__(f"incumbent from {origin}: {message}")

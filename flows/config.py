@@ -41,6 +41,7 @@ class Lane:
     gpu: str | None = None
     lease_path: str | None = None
     python: str | None = None
+    gates: dict[str, Any] | None = None  # [lanes.gates.*]: judged-gate settings (gates.judged.resolve)
 
 
 @dataclass(frozen=True)
@@ -130,6 +131,14 @@ class Config:
         if store["kind"] == "filesystem":
             store["path"] = str(self._path(store["path"]))
         return store
+
+    @property
+    def incumbent(self) -> dict[str, Any]:
+        """[incumbent]: {"ref": ...} or {"wheel": absolute path}, used when the store has no release."""
+        inc = dict(self.raw.get("incumbent", {}))
+        if inc.get("wheel"):
+            inc["wheel"] = str(self._path(inc["wheel"]))
+        return inc
 
     @property
     def build_hosts(self) -> list[str]:

@@ -1,0 +1,3 @@
+from gates.judged.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,51 @@
+"""Powered quality screen: both engines greedy on the same cases x variants, nine programmatic
+metrics per pair, judged by gates.stats.judge_noninferiority (paired two-level bootstrap)."""
+
+from __future__ import annotations
+
+from gates.stats import judge_noninferiority
+
+from gates.judged.client import Endpoint
+from gates.judged.corpus import QUALITY, corpus_sha256, membership, quality, quality_pairs
+from gates.judged.power import screen_power
+from gates.judged.scorers import METRICS, score
+from gates.judged.verdict import finish
+
+
+def run_quality(candidate: Endpoint, incumbent: Endpoint, settings: dict, context: dict, *,
+                determinism_passed: bool, waivers: list[dict] = (), candidate_ref: dict | None = None,
+                progress=None) -> dict:
+    """Run every pair on both engines and return the judged verdict-noninferiority record."""
+    s = settings["noninferiority"]
+    data = quality()
+    pairs = quality_pairs(s["cases"], s["variants"])
+    rows = []
+    for i, (case, variant) in enumerate(pairs):
+        row: dict = {"case": case["id"], "variant": variant["id"], "error": False}
+        for side, endpoint in (("incumbent", incumbent), ("candidate", candidate)):
+            done = endpoint.chat(variant["messages"], s["max_tokens"])
+            if done.error:
+                row = {"case": case["id"], "variant": variant["id"], "error": True}
+                break
+            row[side] = score(done.text, case, variant, data["vocabulary"], data["tools"])
+        rows.append(row)
+        if progress:
+            progress("noninferiority", i + 1, len(pairs))
+    judge_input = {key: s[key] for key in ("seed", "resamples", "confidence", "max_error_rate", "min_perturbed_cases")}
+    judge_input.update({"expected_pairs": len(pairs), "determinism_passed": determinism_passed,
+                        "metrics": METRICS, "pairs": rows})
+    if candidate_ref is not None:
+        judge_input["candidate"] = candidate_ref
+    record = judge_noninferiority(judge_input, source="quality pairs")
+    findings = []
+    for m in record["metrics"]:
+        if m["passed"] is False:
+            findings.append({"case": m["name"], "measured": f"{m['bound']:.4f}", "what": f"{m['bound_side']} bound "
+                             f"not {'>' if m['bound_side'] == 'lower' else '<'} {m['threshold']:g}"})
+    if record["verdict"] == "inconclusive":
+        findings += [{"case": "screen", "measured": reason, "what": "inconclusive"} for reason in record["reasons"]]
+    corpus = {"name": QUALITY.name, "sha256": corpus_sha256(QUALITY), "items": len(pairs),
+              "membership_sha256": membership([(f"{c['id']}/{v['id']}", v["messages"]) for c, v in pairs])}
+    power = screen_power(s["cases"], s["variants"], confidence=s["confidence"])
+    return finish(record, context={**context, "corpus": corpus}, findings=findings, waivers=waivers,
+                  power=power, settings=s)
