@@ -83,7 +83,7 @@ def read_pidfile(run_dir: Path, name: str) -> Service | None:
     """The service a pid file names (None when there is none or it is unreadable: nothing to trust)."""
     try:
         text = _pidfile(run_dir, name).read_text()
-    except (FileNotFoundError, IsADirectoryError, UnicodeDecodeError):
+    except (OSError, UnicodeDecodeError):
         return None
     try:
         data = json.loads(text)

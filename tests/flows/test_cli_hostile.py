@@ -11,8 +11,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
 
 from flows.services import free_port
+from hosts import InventoryError
+from hosts.inventory import load_inventory
+from tests.hostile_toml import leaf_paths, set_at, to_toml, values
 
 ASSAY = str(Path(sys.executable).with_name("assay"))
 
@@ -119,3 +124,33 @@ def test_hosts_trust_usage_and_unreachable(tmp_path):
     assert out.returncode == 2 and "only ssh hosts have host keys" in out.stderr
     out = assay("hosts", "trust", "gone", "--inventory", str(path), "--yes")
     assert out.returncode == 4 and "could not read the host key of 127.0.0.1:1" in out.stderr
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(state=st.text(min_size=1, max_size=30).filter(lambda s: "\x00" not in s))
+def test_runs_with_any_unknown_state_is_a_usage_error(capsys, state):
+    assume(state.upper() not in {"SCHEDULED", "PENDING", "RUNNING", "COMPLETED", "FAILED", "CANCELLED", "CRASHED",
+                                 "PAUSED", "CANCELLING"})
+    code, out, err = assay_in_process(capsys, "runs", "--state", state)
+    flat = " ".join(err.replace("│", " ").split())  # click's error panel wraps long values
+    assert code == 2 and "is not one of the valid states" in flat and out == ""
+
+
+LOCAL_ONLY = {"hosts": {"here": {"kind": "local", "roles": ["builder"], "lanes": ["cpu-smoke"]}}}
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(leaf=st.sampled_from([p for p in leaf_paths(LOCAL_ONLY) if p]), value=values)
+def test_hosts_check_on_any_local_inventory_is_ok_or_bad_input(tmp_path, capsys, leaf, value):
+    path = tmp_path / "hosts.toml"
+    path.write_text(to_toml(set_at(LOCAL_ONLY, leaf, value)))
+    try:
+        load_inventory(path)
+    except InventoryError:
+        expected = 3
+    else:
+        expected = 0  # a valid inventory of local hosts: this machine answers
+    code, out, err = assay_in_process(capsys, "hosts", "check", "--inventory", str(path), "--json")
+    assert code == expected, err
+    if code == 0:
+        assert all(r["ok"] for r in json.loads(out).values())
