@@ -25,8 +25,9 @@ from hosts.errors import HostError, InventoryError  # noqa: E402
 from releases.errors import KeyFileError, RecordError, StoreError, VerificationFailed  # noqa: E402
 from releases.exit_codes import BAD_INPUT, FAILED, UNAVAILABLE, USAGE  # noqa: E402
 
-console = Console()
-err = Console(stderr=True, soft_wrap=True)  # messages hold paths: never broken across lines
+# Nothing printed here is markup: a value that came from input must print as written.
+console = Console(markup=False, emoji=False)
+err = Console(stderr=True, soft_wrap=True, markup=False, emoji=False)  # messages hold paths: never wrapped
 
 # First match wins: InventoryError is a HostError, and bad input, not an unreachable host.
 EXIT_CODES: list[tuple[type[BaseException], int]] = [

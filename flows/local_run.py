@@ -19,7 +19,9 @@ from flows.services import free_port, port_is_free, prefect_env, running, start_
 POOL = "assay-local"
 DEPLOYMENT = "release-candidate/local"
 OPERATOR = "local-operator"
-console = Console(soft_wrap=True)  # lines hold paths and commands to copy: never broken
+# Lines hold paths and commands to copy: never wrapped. They also hold run names, state messages and
+# paths that others chose: never read as markup or emoji codes.
+console = Console(soft_wrap=True, markup=False, emoji=False, highlight=False)
 
 
 def _prefect(args: list[str], env: dict[str, str], cwd: Path, timeout: float = 300) -> str:
@@ -142,7 +144,7 @@ def _trigger_and_approve(cfg, api_url: str, env: dict[str, str], root: Path) -> 
     show = lambda state, message: console.print(f"  state: {state}" + (f" ({message})" if message else ""))
     state = wait_for_state(run_id, {"PAUSED"}, timeout_s=3600, on_change=show)
     if state != "PAUSED":
-        console.print(f"[red]the run ended {state} before the approval gate; see {ui}[/red]")
+        console.print(Text(f"the run ended {state} before the approval gate; see {ui}", style="red"))
         return 1
     console.print(f"The run waits for approval. Approving as {OPERATOR}, as a person would:")
     approve = [str(Path(sys.executable).with_name("assay")), "approve", run_id, "--as", OPERATOR,
