@@ -112,8 +112,11 @@ def _verify_published(cfg, store, version: str) -> int:
             for key in store.list(f"{version}/"):
                 store.get_file(key, Path(tmp) / key)
             target = str(Path(tmp) / version)
-        console.print(Text(f"  $ assay verify --require-ready {target}"))
-        verify = [str(Path(sys.executable).with_name("assay")), "verify", "--require-ready", target]
+        # The trust root is this checkout's release key, as for a release make run publishes itself.
+        key = cfg.keys_dir / "release.pub.pem"
+        pinned = ["--key", _shown(cfg, str(key))] if key.is_file() else []
+        console.print(Text("  $ assay verify --require-ready " + " ".join(pinned + [target])))
+        verify = [str(Path(sys.executable).with_name("assay")), "verify", "--require-ready", *pinned, target]
         return subprocess.run(verify, cwd=cfg.root, timeout=300).returncode
 
 

@@ -97,7 +97,7 @@ def published_checkout(engine_repo, tmp_path):
     shutil.copytree(engine_repo, repo, symlinks=True)
     record = snapshot.freeze(repo, ref="HEAD", subdir="engine")
     version = f"{record['release_version']}+g{record['commit'][:12]}"
-    build_release(repo / ".assay" / "store" / version, version=version, key_dir=tmp_path / "key")
+    build_release(repo / ".assay" / "store" / version, version=version, key_dir=repo / ".assay" / "keys")
     (repo / ".gitignore").write_text((repo / ".gitignore").read_text() + ".assay/\n")
     yield repo, version
     from flows.services import stop_all
@@ -113,6 +113,6 @@ def test_make_run_on_a_published_commit_reports_the_release_and_verifies_it(publ
                          capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stdout + out.stderr
     assert f"Release {version} of this commit is already published: .assay/store/{version}" in out.stdout
-    assert f"assay verify --require-ready .assay/store/{version}" in out.stdout
+    assert f"assay verify --require-ready --key .assay/keys/release.pub.pem .assay/store/{version}" in out.stdout
     assert "state=published" in out.stdout  # what assay verify printed
     assert not (repo / ".assay" / "run").exists()  # no Prefect server, no worker: nothing to run
