@@ -88,6 +88,11 @@ def _already_published(cfg) -> int | None:
         return None
     store = open_store(cfg)
     if not store.exists(f"{version}/manifest.json"):
+        from releases.publish import unfinished_versions
+
+        if version in unfinished_versions(store):
+            console.print(Text(f"An unfinished publish of {version} is in the store (a run stopped part-way); "
+                               "this run completes it."))
         return None
     console.print(Text(f"Release {version} of this commit is already published: {_shown(cfg, store_location(store, version))}"))
     console.print("A published release is never replaced; nothing to build. Verifying it:")

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from releases.errors import StoreError
-from releases.publish import latest_published, publish_release
+from releases.publish import latest_published, publish_release, unfinished_versions
 from releases.stores import LocalStore, S3Store
 from releases.verify import verify_release
 from tests.releases.cutting_proxy import CuttingProxy
@@ -66,6 +66,7 @@ def test_local_publish_killed_mid_upload_is_repaired_by_a_rerun(published_releas
     for key in store.list("1.2.3/"):
         assert store.read_bytes(key) == (published_release.root / key.removeprefix("1.2.3/")).read_bytes()
     assert latest_published(store) is None
+    assert unfinished_versions(store) == (["1.2.3"] if nth > 1 else [])  # the state a rerun repairs
     # The crashed put's temp file sits outside every key, and is what a later put sweeps away.
     assert len(list((store_root / ".incoming").iterdir())) == 1
 
@@ -74,6 +75,7 @@ def test_local_publish_killed_mid_upload_is_repaired_by_a_rerun(published_releas
     report = verify_release(version_dir, require_ready=True)
     assert report.ok, [str(f) for f in report.failures]
     assert list((store_root / ".incoming").iterdir()) == []
+    assert unfinished_versions(store) == [] and latest_published(store) == "1.2.3"
 
 
 def test_temp_file_left_in_a_version_folder_by_an_older_store_is_swept_by_the_rerun(published_release, tmp_path):
@@ -138,6 +140,7 @@ def test_s3_publish_cut_mid_upload_is_repaired_by_a_rerun(proxied_s3, published_
     assert proxy.cuts >= 1
     assert not direct.exists(f"1.2.3/artifacts/{wheel}")
     assert not direct.exists("1.2.3/manifest.json") and latest_published(direct) is None
+    assert unfinished_versions(direct) == (["1.2.3"] if direct.list("1.2.3/") else [])
     for key in direct.list("1.2.3/"):  # what did land is whole
         assert direct.read_bytes(key) == (published_release.root / key.removeprefix("1.2.3/")).read_bytes()
 
