@@ -116,3 +116,20 @@ def test_make_run_on_a_published_commit_reports_the_release_and_verifies_it(publ
     assert f"assay verify --require-ready --key .assay/keys/release.pub.pem .assay/store/{version}" in out.stdout
     assert "state=published" in out.stdout  # what assay verify printed
     assert not (repo / ".assay" / "run").exists()  # no Prefect server, no worker: nothing to run
+
+
+def test_a_real_prefect_server_is_recognised_then_stopped(tmp_path):
+    """The pid file of a server start_server started names it exactly (its command line as run)."""
+    from flows.services import start_server, stop_all
+
+    run_dir = tmp_path / "run"
+    service, proc = start_server(tmp_path / "home", run_dir, free_port(), tmp_path / "server.log")
+    try:
+        assert running(run_dir, "prefect-server") == service
+        assert service.cmdline == psutil.Process(proc.pid).cmdline()
+        assert stop_all(run_dir) == ["prefect-server"]
+        assert proc.wait(timeout=60) is not None
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
