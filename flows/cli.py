@@ -1,11 +1,15 @@
 """`assay`: the command line over the library. verify and release show come from releases/,
-hosts from hosts/; approve and runs speak to the Prefect API."""
+hosts from hosts/; approve and runs speak to the Prefect API.
+
+Exit codes follow the one table in docs/INTERFACES.md (releases/exit_codes.py): a typed error that
+escapes a command is printed as one plain line and becomes its code; nothing a user typed or a
+file held is ever read as rich markup."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 from flows.local_api import use_local_server_if_unset
 
@@ -17,13 +21,48 @@ from rich.table import Table  # noqa: E402
 from rich.text import Text  # noqa: E402
 
 from flows.approval import ApprovalNotPossible, ready_manifest_path, send_approval  # noqa: E402
+from flows.config import ConfigError  # noqa: E402
+from hosts.errors import HostError, InventoryError  # noqa: E402
 from releases import exit_codes  # noqa: E402
+from releases.errors import KeyFileError, RecordError, StoreError, VerificationFailed  # noqa: E402
 
-app = typer.Typer(help="Assay: build, reproduce, qualify and publish an inference engine.", no_args_is_help=True)
+# Nothing printed here is markup: a value that came from input must print as written.
+console = Console(markup=False, emoji=False)
+err = Console(stderr=True, soft_wrap=True, markup=False, emoji=False)  # messages hold paths: never wrapped
+
+# First match wins: InventoryError is a HostError, and bad input, not an unreachable host.
+EXIT_CODES: list[tuple[type[BaseException], int]] = [
+    (ConfigError, exit_codes.BAD_INPUT), (InventoryError, exit_codes.BAD_INPUT), (RecordError, exit_codes.BAD_INPUT),
+    (KeyFileError, exit_codes.BAD_INPUT), (VerificationFailed, exit_codes.FAILED), (HostError, exit_codes.UNAVAILABLE),
+    (StoreError, exit_codes.UNAVAILABLE),
+]
+
+
+def exit_code_for(exc: BaseException) -> int | None:
+    for kind, code in EXIT_CODES:
+        if isinstance(exc, kind):
+            return code
+    return None
+
+
+class AssayApp(typer.Typer):
+    """The `assay` app: a typed error escaping any command (mounted ones included) ends the process
+    with its exit code and one plain line on stderr, not a traceback."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return super().__call__(*args, **kwargs)
+        except Exception as exc:
+            code = exit_code_for(exc)
+            if code is None:
+                raise  # a bug: the traceback is what a maintainer needs
+            err.print(Text(f"assay: {exc}", style="red"))
+            raise SystemExit(code) from None
+
+
+app = AssayApp(help="Assay: build, reproduce, qualify and publish an inference engine.", no_args_is_help=True)
 release_app = typer.Typer(help="Inspect release directories.", no_args_is_help=True)
 keys_app = typer.Typer(help="People's signing keys (approvers, waiver grantors).", no_args_is_help=True)
-console = Console()
-err = Console(stderr=True)
 
 
 def _mount() -> None:
@@ -55,7 +94,6 @@ def approve(
 ) -> None:
     """Approve (or reject) a paused release-candidate run, signing the decision with your key."""
     from releases import approval as approval_mod
-    from releases.errors import KeyFileError, RecordError
     from releases.keys import key_id, load_private_key, person_key_path
     from releases.manifest import approval_digest, load_manifest
 
@@ -122,7 +160,6 @@ def waive(
     from releases.atomic import write_atomic
     from releases.candidate import candidate_ref
     from releases.canonical import canonical_json, load_json_bytes
-    from releases.errors import KeyFileError, RecordError
     from releases.keys import key_id, load_private_key, person_key_path
     from releases.waivers import build_gate_waiver, sign_waiver
 
@@ -140,30 +177,49 @@ def waive(
                        f"(key {key_id(private.public_key())}): {out}"), soft_wrap=True)
 
 
+def _state_type(value: Optional[str]) -> Optional[str]:
+    """--state: one of Prefect's state types, any case; anything else is a usage error (exit 2)."""
+    if value is None:
+        return None
+    from prefect.client.schemas.objects import StateType
+
+    valid = [s.value for s in StateType]
+    if value.upper() not in valid:
+        raise typer.BadParameter(f"{value!r} is not one of the valid states: {', '.join(valid)}")
+    return value.upper()
+
+
 @app.command()
 def runs(
-    limit: int = typer.Option(20, help="how many recent runs"),
-    state: Optional[str] = typer.Option(None, help="only runs in this state (e.g. PAUSED)"),
+    limit: int = typer.Option(20, min=1, max=200, help="how many recent runs (1-200)"),
+    state: Optional[str] = typer.Option(None, callback=_state_type,
+                                        help="only runs in this state (e.g. PAUSED, COMPLETED, FAILED)"),
     as_json: bool = typer.Option(False, "--json", help="print JSON"),
 ) -> None:
     """Recent flow runs and their states."""
+    import httpx
+    from prefect.exceptions import PrefectHTTPStatusError
+    from prefect.settings import PREFECT_API_URL
+
     from flows.runs import recent_runs
 
+    where = PREFECT_API_URL.value() or "(not set)"
     try:
         rows = recent_runs(limit=limit, state=state)
-    except Exception as exc:  # connection refused and API errors alike: say where we looked
-        from prefect.settings import PREFECT_API_URL
-
-        err.print(f"[red]runs: cannot reach the Prefect API at {PREFECT_API_URL.value() or '(not set)'}: {exc}[/red]")
-        raise typer.Exit(2)
+    except httpx.TransportError as exc:  # refused, timed out, name not resolved
+        err.print(Text(f"runs: cannot reach the Prefect API at {where}: {exc}", style="red"))
+        raise typer.Exit(exit_codes.UNAVAILABLE)
+    except PrefectHTTPStatusError as exc:  # it answered, with an error: say so, not "cannot reach"
+        err.print(Text(f"runs: the Prefect API at {where} answered {exc}", style="red"))
+        raise typer.Exit(exit_codes.UNAVAILABLE)
     if as_json:
         print(json.dumps(rows, indent=2))
         return
     table = Table("flow", "deployment", "name", "state", "started")
     table.add_column("flow run id", no_wrap=True, min_width=36)
-    for row in rows:
-        table.add_row(row["flow"], row["deployment"] or "", row["name"], row["state"], (row["started"] or "")[:19],
-                      row["id"])
+    for row in rows:  # names come from whoever created the runs: cells are Text, never markup
+        table.add_row(*(Text(v) for v in (row["flow"], row["deployment"] or "", row["name"], row["state"],
+                                          (row["started"] or "")[:19], row["id"])))
     console.print(table)
 
 

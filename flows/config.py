@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 import os
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import jsonschema
+
+from hosts.toml_input import pointer, read_toml, short
 
 _HERE = Path(__file__).parent
 DEFAULTS = _HERE / "defaults.toml"
@@ -188,29 +189,23 @@ class Config:
         return path if path.is_absolute() else (self.root / path).resolve()
 
 
-def _pointer(error: jsonschema.ValidationError) -> str:
-    return "/" + "/".join(str(p) for p in error.absolute_path) if error.absolute_path else ""
-
-
 def validate_config(raw: dict[str, Any], file: str) -> None:
     schema = json.loads(SCHEMA.read_text())
     validator = jsonschema.Draft202012Validator(schema)
-    errors = sorted(validator.iter_errors(raw), key=lambda e: list(e.absolute_path))
+    errors = sorted(validator.iter_errors(raw), key=lambda e: list(map(str, e.absolute_path)))
     if errors:
         first = errors[0]
-        raise ConfigError(file, _pointer(first), f"{first.message} (expected by schema rule {first.validator!r})")
+        raise ConfigError(file, pointer(first.absolute_path),
+                          short(f"{first.message} (expected by schema rule {first.validator!r})"))
 
 
 def load_config(path: str | os.PathLike[str] | None = None, root: Path | None = None) -> Config:
-    """Load assay.toml (or the embedded defaults when path is None) and validate it."""
+    """Load assay.toml (or the embedded defaults when path is None) and validate it. Any problem
+    with the file, whatever it holds, is a ConfigError naming the file, the key path and what was
+    expected."""
     file = Path(path) if path else DEFAULTS
     label = str(path) if path else "embedded defaults (flows/defaults.toml)"
-    try:
-        raw = tomllib.loads(file.read_text())
-    except FileNotFoundError:
-        raise ConfigError(label, "", "file not found") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(label, "", f"not valid TOML: {exc}") from None
+    raw = read_toml(file, lambda key_path, message: ConfigError(label, key_path, message))
     validate_config(raw, label)
     base = root or (project_root() if path is None else file.resolve().parent)
     return Config(file=label, root=base, raw=raw)

@@ -12,6 +12,10 @@ class GpuSlotUnnamed(FlowFailure):
     """A lane asks for a GPU slot without naming both the GPU kind and the host."""
 
 
+class ServiceFailed(FlowFailure):
+    """A service `make run` starts (the Prefect server, the worker) exited instead of answering."""
+
+
 class NotReproducible(FlowFailure):
     """The two builds differ and no waiver names the differences."""
 

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from rich.console import Console
+from rich.text import Text
 
 from flows.config import load_config, project_root
 from flows.services import free_port, port_is_free, prefect_env, running, start_server, start_worker, stop_all
@@ -18,7 +19,9 @@ from flows.services import free_port, port_is_free, prefect_env, running, start_
 POOL = "assay-local"
 DEPLOYMENT = "release-candidate/local"
 OPERATOR = "local-operator"
-console = Console()
+# Lines hold paths and commands to copy: never wrapped. They also hold run names, state messages and
+# paths that others chose: never read as markup or emoji codes.
+console = Console(soft_wrap=True, markup=False, emoji=False, highlight=False)
 
 
 def _prefect(args: list[str], env: dict[str, str], cwd: Path, timeout: float = 300) -> str:
@@ -32,7 +35,8 @@ def _prefect(args: list[str], env: dict[str, str], cwd: Path, timeout: float = 3
 def _ensure_services(state: Path, root: Path) -> tuple[str, dict[str, str]]:
     run_dir, home, logs = state / "run", state / "prefect", state / "logs"
     logs.mkdir(parents=True, exist_ok=True)
-    server = running(run_dir, "prefect-server")
+    stale = lambda why: console.print(Text(why))  # noqa: E731
+    server = running(run_dir, "prefect-server", on_stale=stale)
     if server:
         api_url = server.url
         console.print(f"Prefect server already running at {api_url}")
@@ -51,15 +55,78 @@ def _ensure_services(state: Path, root: Path) -> tuple[str, dict[str, str]]:
         _prefect(["work-pool", "create", POOL, "--type", "process"], env, root)
     console.print("Registering the deployments of prefect.yaml ...")
     _prefect(["--no-prompt", "deploy", "--all"], env, root)
-    if not running(run_dir, "prefect-worker"):
+    if not running(run_dir, "prefect-worker", on_stale=stale):
         start_worker(home, run_dir, api_url, POOL, root, logs / "prefect-worker.log")
         console.print(f"Started a process worker on pool {POOL}")
     return api_url, env
 
 
+def _head_version(cfg) -> str | None:
+    """The version the release flow gives the checked-out commit (its first task runs the same
+    freeze), or None when HEAD cannot be frozen: then the run itself reports why."""
+    from builders import snapshot
+    from builders.errors import DirtySource, SnapshotError
+
+    try:
+        return snapshot.freeze(cfg.source, ref="HEAD", subdir=cfg.subdir,
+                               version_label=cfg.version_label)["release_version"]
+    except (DirtySource, SnapshotError):
+        return None
+
+
+def _already_published(cfg) -> int | None:
+    """When HEAD's release is in the store already, say where it is and verify it: a published
+    release is never replaced, so there is nothing to run. None when there is work to do."""
+    from flows.stores import open_store, store_location
+
+    version = _head_version(cfg)
+    if version is None:
+        return None
+    store = open_store(cfg)
+    if not store.exists(f"{version}/manifest.json"):
+        from releases.publish import unfinished_versions
+
+        if version in unfinished_versions(store):
+            console.print(Text(f"An unfinished publish of {version} is in the store (a run stopped part-way); "
+                               "this run completes it."))
+        return None
+    console.print(Text(f"Release {version} of this commit is already published: {_shown(cfg, store_location(store, version))}"))
+    console.print("A published release is never replaced; nothing to build. Verifying it:")
+    return _verify_published(cfg, store, version)
+
+
+def _shown(cfg, location: str) -> str:
+    path = Path(location)
+    return str(path.relative_to(cfg.root)) if path.is_absolute() and path.is_relative_to(cfg.root) else location
+
+
+def _verify_published(cfg, store, version: str) -> int:
+    """`assay verify --require-ready` on the store's copy (downloaded first when it is remote)."""
+    import tempfile
+
+    from releases.stores import LocalStore
+
+    with tempfile.TemporaryDirectory(prefix="assay-verify-") as tmp:
+        if isinstance(store, LocalStore):
+            target = _shown(cfg, str(store.root / version))
+        else:
+            for key in store.list(f"{version}/"):
+                store.get_file(key, Path(tmp) / key)
+            target = str(Path(tmp) / version)
+        # The trust root is this checkout's release key, as for a release make run publishes itself.
+        key = cfg.keys_dir / "release.pub.pem"
+        pinned = ["--key", _shown(cfg, str(key))] if key.is_file() else []
+        console.print(Text("  $ assay verify --require-ready " + " ".join(pinned + [target])))
+        verify = [str(Path(sys.executable).with_name("assay")), "verify", "--require-ready", *pinned, target]
+        return subprocess.run(verify, cwd=cfg.root, timeout=300).returncode
+
+
 def start() -> int:
     root = project_root()
     cfg = load_config()
+    done = _already_published(cfg)
+    if done is not None:
+        return done
     api_url, env = _ensure_services(cfg.state_dir, root)
     from prefect.settings import PREFECT_API_URL, PREFECT_HOME, temporary_settings
 
@@ -81,7 +148,7 @@ def _trigger_and_approve(cfg, api_url: str, env: dict[str, str], root: Path) -> 
     show = lambda state, message: console.print(f"  state: {state}" + (f" ({message})" if message else ""))
     state = wait_for_state(run_id, {"PAUSED"}, timeout_s=3600, on_change=show)
     if state != "PAUSED":
-        console.print(f"[red]the run ended {state} before the approval gate; see {ui}[/red]")
+        console.print(Text(f"the run ended {state} before the approval gate; see {ui}", style="red"))
         return 1
     console.print(f"The run waits for approval. Approving as {OPERATOR}, as a person would:")
     approve = [str(Path(sys.executable).with_name("assay")), "approve", run_id, "--as", OPERATOR,
@@ -121,7 +188,7 @@ def _ui_root() -> str:
 
 
 def stop() -> int:
-    stopped = stop_all(load_config().state_dir / "run")
+    stopped = stop_all(load_config().state_dir / "run", on_stale=lambda why: console.print(Text(why)))
     console.print("stopped: " + (", ".join(stopped) if stopped else "nothing was running"))
     return 0
 

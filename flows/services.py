@@ -1,9 +1,15 @@
 """Local background services for `make run` and the tests: a Prefect server (SQLite under the
 state directory) and a process worker, each started detached with a pid file so that `make stop`
-can end exactly what was started."""
+can end exactly what was started.
+
+A pid file outlives its process, and pids are reused: before anything is signalled, or a server
+is taken as already running, the process must be the one that was started — the same command
+line and the same start time as recorded in the pid file. A pid file naming any other process is
+stale: it is removed, and that process is left alone."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -14,6 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
+import psutil
+
+from flows.errors import ServiceFailed
 
 PREFECT = [sys.executable, "-m", "prefect"]
 
@@ -53,30 +62,85 @@ class Service:
     name: str
     pid: int
     url: str | None = None
+    cmdline: list[str] | None = None  # as started; None in a pid file of the older "<pid> <url>" form
+    create_time: float | None = None  # the process's start time (psutil), which a reused pid does not share
 
 
 def _pidfile(run_dir: Path, name: str) -> Path:
     return run_dir / f"{name}.pid"
 
 
-def running(run_dir: Path, name: str) -> Service | None:
-    pidfile = _pidfile(run_dir, name)
-    if not pidfile.exists():
-        return None
-    pid_text, _, url = pidfile.read_text().partition(" ")
+def write_pidfile(run_dir: Path, name: str, pid: int, cmdline: list[str], url: str | None = None) -> Service:
+    """Record what was started: its pid, its command line and its start time."""
     try:
-        os.kill(int(pid_text), 0)
-    except (ProcessLookupError, ValueError):
-        pidfile.unlink()
+        service = Service(name, pid, url, list(cmdline), psutil.Process(pid).create_time())
+    except psutil.NoSuchProcess:
+        raise ServiceFailed(f"{name} (pid {pid}) exited as soon as it started; see its log under {run_dir.parent}/logs") from None
+    _pidfile(run_dir, name).write_text(json.dumps({"pid": pid, "url": url, "cmdline": service.cmdline,
+                                                   "create_time": service.create_time}))
+    return service
+
+
+def read_pidfile(run_dir: Path, name: str) -> Service | None:
+    """The service a pid file names (None when there is none or it is unreadable: nothing to trust)."""
+    try:
+        text = _pidfile(run_dir, name).read_text()
+    except (OSError, UnicodeDecodeError):
         return None
-    return Service(name, int(pid_text), url.strip() or None)
+    try:
+        data = json.loads(text)
+        return Service(name, int(data["pid"]), data.get("url"), [str(a) for a in data["cmdline"]],
+                       float(data["create_time"]))
+    except (ValueError, TypeError, KeyError):
+        pid, _, url = text.partition(" ")  # the older form: "<pid> <url>"
+        return Service(name, int(pid), url.strip() or None) if pid.strip().isdigit() else None
+
+
+# What an older pid file's process must look like: its command line was not recorded.
+_LEGACY_SHAPE = {"prefect-server": ["-m", "prefect", "server", "start"], "prefect-worker": ["-m", "prefect", "worker", "start"]}
+
+
+def not_ours(service: Service) -> str | None:
+    """None when the pid is the process that was started; otherwise why it is not."""
+    try:
+        proc = psutil.Process(service.pid)
+        cmdline, created = proc.cmdline(), proc.create_time()
+        if proc.status() == psutil.STATUS_ZOMBIE:
+            return f"pid {service.pid} has exited"
+    except psutil.NoSuchProcess:
+        return f"pid {service.pid} is not running"
+    except psutil.AccessDenied:
+        return f"pid {service.pid} belongs to another user"
+    if service.cmdline is None:
+        if cmdline[1:5] != _LEGACY_SHAPE.get(service.name):
+            return f"pid {service.pid} is now {' '.join(cmdline)!r}, not a {service.name}"
+        return None
+    if cmdline != service.cmdline or service.create_time is None or abs(created - service.create_time) > 0.5:
+        return f"pid {service.pid} is now {' '.join(cmdline)!r}, not the {service.name} that was started"
+    return None
+
+
+def running(run_dir: Path, name: str, on_stale=None) -> Service | None:
+    """The service if its pid file names the very process that was started; a stale pid file is
+    removed (on_stale(reason) says why) and nothing is signalled."""
+    service = read_pidfile(run_dir, name)
+    if service is None:
+        _pidfile(run_dir, name).unlink(missing_ok=True)
+        return None
+    reason = not_ours(service)
+    if reason is None:
+        return service
+    _pidfile(run_dir, name).unlink(missing_ok=True)
+    if on_stale:
+        on_stale(f"{name}: stale pid file removed ({reason}); nothing was signalled")
+    return None
 
 
 def wait_healthy(api_url: str, timeout_s: float = 120, proc: subprocess.Popen | None = None) -> None:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if proc is not None and proc.poll() is not None:
-            raise RuntimeError(f"the Prefect server exited with code {proc.returncode} before answering")
+            raise ServiceFailed(f"the Prefect server exited with code {proc.returncode} before answering")
         try:
             if httpx.get(f"{api_url}/health", timeout=2).status_code == 200:
                 return
@@ -95,27 +159,26 @@ def start_server(home: Path, run_dir: Path, port: int, log: Path, detached: bool
     env["PREFECT_SERVER_API_HOST"] = "127.0.0.1"
     env["PREFECT_SERVER_API_PORT"] = str(port)
     env["PREFECT_UI_API_URL"] = api_url
+    argv = PREFECT + ["server", "start", "--host", "127.0.0.1", "--port", str(port)]
     with open(log, "ab") as out:
-        proc = subprocess.Popen(PREFECT + ["server", "start", "--host", "127.0.0.1", "--port", str(port)],
-                                env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+        proc = subprocess.Popen(argv, env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 start_new_session=detached)
     try:
         wait_healthy(api_url, proc=proc)
     except Exception:
         stop_pid(proc.pid)
         raise
-    _pidfile(run_dir, "prefect-server").write_text(f"{proc.pid} {api_url}")
-    return Service("prefect-server", proc.pid, api_url), proc
+    return write_pidfile(run_dir, "prefect-server", proc.pid, argv, api_url), proc
 
 
 def start_worker(home: Path, run_dir: Path, api_url: str, pool: str, cwd: Path, log: Path) -> Service:
     env = prefect_env(home, api_url)
+    argv = PREFECT + ["worker", "start", "--pool", pool, "--type", "process"]
+    run_dir.mkdir(parents=True, exist_ok=True)
     with open(log, "ab") as out:
-        proc = subprocess.Popen(PREFECT + ["worker", "start", "--pool", pool, "--type", "process"],
-                                env=env, cwd=cwd, stdout=out, stderr=subprocess.STDOUT,
+        proc = subprocess.Popen(argv, env=env, cwd=cwd, stdout=out, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL, start_new_session=True)
-    _pidfile(run_dir, "prefect-worker").write_text(f"{proc.pid}")
-    return Service("prefect-worker", proc.pid)
+    return write_pidfile(run_dir, "prefect-worker", proc.pid, argv)
 
 
 def stop_pid(pid: int, grace_s: float = 15) -> bool:
@@ -147,10 +210,11 @@ def stop_pid(pid: int, grace_s: float = 15) -> bool:
     return True
 
 
-def stop_all(run_dir: Path) -> list[str]:
+def stop_all(run_dir: Path, on_stale=None) -> list[str]:
+    """Stop the worker, then the server: only processes their pid files prove were started here."""
     stopped = []
     for name in ("prefect-worker", "prefect-server"):
-        service = running(run_dir, name)
+        service = running(run_dir, name, on_stale)
         if service and stop_pid(service.pid):
             stopped.append(name)
         _pidfile(run_dir, name).unlink(missing_ok=True)

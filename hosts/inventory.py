@@ -3,11 +3,11 @@ turned into Host objects. Relative paths in it are relative to the inventory fil
 from __future__ import annotations
 
 import json
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from hosts.errors import InventoryError
+from hosts.toml_input import pointer, read_toml, short
 
 SCHEMA_PATH = Path(__file__).with_name("inventory.schema.json")
 
@@ -48,25 +48,19 @@ class Inventory:
         return connect(self.entry(name))
 
 
-def _pointer(path) -> str:
-    return "/" + "/".join(str(p) for p in path) if path else "/"
-
-
 def load_inventory(path: str | Path) -> Inventory:
+    """Read and validate hosts.toml; every problem is an InventoryError naming the file, the key
+    path and what was expected."""
     import jsonschema
 
     path = Path(path)
-    try:
-        data = tomllib.loads(path.read_text())
-    except FileNotFoundError:
-        raise InventoryError(str(path), "", "file not found") from None
-    except tomllib.TOMLDecodeError as e:
-        raise InventoryError(str(path), "", f"not valid TOML: {e}") from None
+    data = read_toml(path, lambda key_path, message: InventoryError(str(path), key_path, message))
     schema = json.loads(SCHEMA_PATH.read_text())
-    errors = sorted(jsonschema.Draft202012Validator(schema).iter_errors(data), key=lambda e: list(e.path))
+    errors = sorted(jsonschema.Draft202012Validator(schema).iter_errors(data), key=lambda e: list(map(str, e.path)))
     if errors:
         e = errors[0]
-        raise InventoryError(str(path), _pointer(e.absolute_path), f"{e.message} (expected per schema rule {e.validator!r})")
+        raise InventoryError(str(path), pointer(e.absolute_path) or "/",
+                             short(f"{e.message} (expected per schema rule {e.validator!r})"))
     base = path.parent
     default_kh = data.get("known_hosts")
     hosts = {}

@@ -92,6 +92,14 @@ def published_versions(store: Store) -> list[str]:
     return sorted(found, key=_order)
 
 
+def unfinished_versions(store: Store) -> list[str]:
+    """Versions with objects in the store but no manifest.json: publishes that stopped part-way
+    (a crash, a lost connection). Invisible to readers; a rerun of the same release completes them."""
+    keys = store.list("")
+    started = {k.split("/", 1)[0] for k in keys if "/" in k}
+    return sorted(started - set(published_versions(store)), key=_order)
+
+
 def latest_published(store: Store) -> str | None:
     """The highest published version (PEP 440 order), or None when nothing is published."""
     versions = published_versions(store)

@@ -1,7 +1,8 @@
 """`python -m gates.stats {abba|noninferiority|determinism|latency} INPUT.json [--json]`.
 
 Exit codes: 0 pass, 1 fail, 2 inconclusive, 3 bad input (usage errors included, so that 2 only
-ever means inconclusive).
+ever means inconclusive). Whatever the input holds, it never exits 1 unless a judge said "fail":
+an input too large for a judge's arithmetic is bad input, not a failed verdict.
 """
 
 from __future__ import annotations
@@ -12,8 +13,7 @@ import sys
 
 from gates.stats import JUDGES, EXIT_CODES, InputError
 from gates.stats.inputs import load_input
-
-BAD_INPUT = 3
+from releases.exit_codes import BAD_INPUT
 
 
 class _Parser(argparse.ArgumentParser):
@@ -38,6 +38,19 @@ def main(argv: list[str] | None = None) -> int:
         record = JUDGES[args.judge](data, source=args.input)
     except InputError as exc:
         print(f"bad input: {exc}", file=sys.stderr)
+        return BAD_INPUT
+    except (ArithmeticError, RecursionError, MemoryError) as exc:
+        # Valid by schema, yet beyond what the judge can compute with (values near the float limit):
+        # an uncaught exception would exit 1, which reads as a "fail" verdict.
+        print(f"bad input: {args.input}: values out of the range the {args.judge} judge can compute with "
+              f"({type(exc).__name__}: {exc})", file=sys.stderr)
+        return BAD_INPUT
+    try:
+        json.dumps(record, allow_nan=False)
+    except ValueError:
+        # e.g. latencies near 1e308: the judge's sums overflow to inf; such a record judges nothing
+        print(f"bad input: {args.input}: values too large for the {args.judge} judge (its record would hold a "
+              "non-finite number)", file=sys.stderr)
         return BAD_INPUT
     if args.json:
         print(json.dumps(record, indent=2, sort_keys=True))

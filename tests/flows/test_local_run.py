@@ -1,0 +1,135 @@
+"""`make stop` and `make run` as a person meets them: stale pid files and an already published commit.
+
+No Prefect server is needed: what is under test is what happens before one would be touched."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from flows.services import free_port, read_pidfile, running, write_pidfile
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def make_stop(assay_root: Path) -> subprocess.CompletedProcess:
+    # The Makefile's own target, pointed at a throwaway state directory (ASSAY_ROOT on the command line).
+    return subprocess.run(["make", "-s", "-C", str(ROOT), "stop", f"ASSAY_ROOT={assay_root}"], capture_output=True,
+                          text=True, timeout=120)
+
+
+@pytest.fixture
+def sleeper():
+    started = []
+
+    def start() -> subprocess.Popen:
+        proc = subprocess.Popen(["sleep", "300"], start_new_session=True)
+        started.append(proc)
+        return proc
+
+    yield start
+    for proc in started:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+
+
+def test_make_stop_never_signals_a_process_a_stale_pidfile_names(tmp_path, sleeper):
+    run_dir = tmp_path / ".assay" / "run"
+    run_dir.mkdir(parents=True)
+    legacy, reused = sleeper(), sleeper()
+    # The older "<pid> <url>" form, naming a process that is no Prefect server.
+    (run_dir / "prefect-server.pid").write_text(f"{legacy.pid} http://127.0.0.1:4200/api")
+    # A recorded worker whose pid now belongs to another process (command line and start time differ).
+    write_pidfile(run_dir, "prefect-worker", reused.pid, ["sleep", "300"])
+    (run_dir / "prefect-worker.pid").write_text((run_dir / "prefect-worker.pid").read_text()
+                                               .replace('"sleep", "300"', '"python", "-m", "prefect", "worker", "start"'))
+
+    out = make_stop(tmp_path)
+    assert out.returncode == 0, out.stderr
+    time.sleep(0.5)
+    assert legacy.poll() is None and reused.poll() is None  # both alive: nothing was signalled
+    assert f"prefect-server: stale pid file removed (pid {legacy.pid} is now 'sleep 300'" in out.stdout
+    assert f"prefect-worker: stale pid file removed (pid {reused.pid} is now 'sleep 300'" in out.stdout
+    assert "stopped: nothing was running" in out.stdout
+    assert sorted(os.listdir(run_dir)) == []
+
+
+def test_make_stop_ends_exactly_the_process_it_started(tmp_path, sleeper):
+    run_dir = tmp_path / ".assay" / "run"
+    run_dir.mkdir(parents=True)
+    ours = sleeper()
+    write_pidfile(run_dir, "prefect-worker", ours.pid, ["sleep", "300"])
+    out = make_stop(tmp_path)
+    assert out.returncode == 0 and "stopped: prefect-worker" in out.stdout, out.stdout + out.stderr
+    assert ours.wait(timeout=30) == -15  # SIGTERM, to its process group
+    assert not (run_dir / "prefect-worker.pid").exists()
+
+
+def test_running_trusts_only_the_recorded_process(tmp_path, sleeper):
+    proc = sleeper()
+    service = write_pidfile(tmp_path, "prefect-server", proc.pid, ["sleep", "300"], "http://127.0.0.1:9/api")
+    assert service.create_time == psutil.Process(proc.pid).create_time()
+    assert running(tmp_path, "prefect-server") == read_pidfile(tmp_path, "prefect-server") == service
+    proc.kill()
+    proc.wait()
+    reasons = []
+    assert running(tmp_path, "prefect-server", on_stale=reasons.append) is None
+    assert reasons == [f"prefect-server: stale pid file removed (pid {proc.pid} is not running); nothing was signalled"]
+    (tmp_path / "prefect-server.pid").write_text("not a pid file \x00")
+    assert running(tmp_path, "prefect-server") is None and not (tmp_path / "prefect-server.pid").exists()
+
+
+@pytest.fixture
+def published_checkout(engine_repo, tmp_path):
+    """A clone of the engine repository whose HEAD is already published in its default store."""
+    from builders import snapshot
+    from tests.releases.fixtures import build_release
+
+    repo = tmp_path / "checkout"
+    shutil.copytree(engine_repo, repo, symlinks=True)
+    record = snapshot.freeze(repo, ref="HEAD", subdir="engine")
+    version = f"{record['release_version']}+g{record['commit'][:12]}"
+    build_release(repo / ".assay" / "store" / version, version=version, key_dir=repo / ".assay" / "keys")
+    (repo / ".gitignore").write_text((repo / ".gitignore").read_text() + ".assay/\n")
+    yield repo, version
+    from flows.services import stop_all
+
+    stop_all(repo / ".assay" / "run")  # only if something was started after all (the bug this guards)
+
+
+def test_make_run_on_a_published_commit_reports_the_release_and_verifies_it(published_checkout):
+    repo, version = published_checkout
+    env = {**os.environ, "ASSAY_ROOT": str(repo), "ASSAY_PREFECT_PORT": str(free_port())}
+    env.pop("PREFECT_API_URL", None)
+    out = subprocess.run([sys.executable, "-m", "flows.local_run", "start"], cwd=ROOT, env=env,
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert f"Release {version} of this commit is already published: .assay/store/{version}" in out.stdout
+    assert f"assay verify --require-ready --key .assay/keys/release.pub.pem .assay/store/{version}" in out.stdout
+    assert "state=published" in out.stdout  # what assay verify printed
+    assert not (repo / ".assay" / "run").exists()  # no Prefect server, no worker: nothing to run
+
+
+def test_a_real_prefect_server_is_recognised_then_stopped(tmp_path):
+    """The pid file of a server start_server started names it exactly (its command line as run)."""
+    from flows.services import start_server, stop_all
+
+    run_dir = tmp_path / "run"
+    service, proc = start_server(tmp_path / "home", run_dir, free_port(), tmp_path / "server.log")
+    try:
+        assert running(run_dir, "prefect-server") == service
+        assert service.cmdline == psutil.Process(proc.pid).cmdline()
+        assert stop_all(run_dir) == ["prefect-server"]
+        assert proc.wait(timeout=60) is not None
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()

@@ -1,0 +1,111 @@
+"""`python -m gates.stats` on hostile input: bad input exits 3 (never 1, the code of a failed
+verdict) with a message naming the file and the JSON path, never a traceback; values from the
+input print as written, never as rich markup."""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from gates.stats.cli import main
+from tests.gates.stats.inputs import abba_case, even, sha
+from tests.hostile_toml import leaf_paths, set_at
+
+
+def cli(*args):
+    env = {**os.environ, "COLUMNS": "200"}
+    return subprocess.run([sys.executable, "-m", "gates.stats", *map(str, args)], capture_output=True, text=True,
+                          timeout=120, env=env)
+
+
+DEEP = {
+    "arrays nested 100,000 deep": "[" * 100_000 + "]" * 100_000,
+    "objects nested 50,000 deep": '{"a":' * 50_000 + "1" + "}" * 50_000,
+    "nested 200 deep (parses)": '{"positions": ' + "[" * 200 + "]" * 200 + "}",
+}
+NUMBERS = {
+    "5000-digit integer": "9" * 5000,
+    "4000-digit integer": "9" * 4000,
+    "integer past 2**63": str(2**63),
+    "float overflowing to inf": "1e400",
+}
+
+
+@pytest.mark.parametrize("name", sorted(DEEP))
+@pytest.mark.parametrize("as_json", [False, True])
+def test_deep_json_is_bad_input(tmp_path, name, as_json):
+    path = tmp_path / "deep.json"
+    path.write_text(DEEP[name])
+    out = cli("latency", path, *(["--json"] if as_json else []))
+    assert (out.returncode, out.stdout) == (3, "")
+    assert "Traceback" not in out.stderr and str(path) in out.stderr and "nested" in out.stderr
+
+
+@pytest.mark.parametrize("name", sorted(NUMBERS))
+def test_numbers_out_of_range_are_bad_input_naming_the_path(tmp_path, name):
+    path = tmp_path / "big.json"
+    path.write_text('{"positions": [{"id": 0, "incumbent_s": %s, "candidate_s": 1.0}]}' % NUMBERS[name])
+    out = cli("latency", path, "--json")
+    assert (out.returncode, out.stdout) == (3, "")
+    assert "Traceback" not in out.stderr and "$.positions[0].incumbent_s" in out.stderr
+
+
+def test_files_that_cannot_be_inputs_are_bad_input(tmp_path):
+    fifo = tmp_path / "fifo.json"
+    os.mkfifo(fifo)  # reading it would block forever
+    sparse = tmp_path / "sparse.json"
+    with open(sparse, "wb") as f:
+        f.truncate(3 << 30)  # 3 GiB on paper: refused by its size, nothing read
+    nonutf8 = tmp_path / "latin1.json"
+    nonutf8.write_bytes(b'{"positions": "\xff"}')
+    for path, words in [(tmp_path, "is a directory"), (fifo, "not a regular file"), (sparse, "at most"),
+                        (nonutf8, "not UTF-8")]:
+        out = cli("latency", path)
+        assert out.returncode == 3 and words in out.stderr and "Traceback" not in out.stderr, out.stderr
+
+
+@pytest.mark.parametrize("case_id", ["[/red]x", "[reverse]OK[red]x.txt", "[bold]bold[/bold]", ":smile:"])
+def test_case_ids_print_as_written(tmp_path, case_id):
+    path = tmp_path / "abba.json"
+    path.write_text(json.dumps({"cases": [abba_case(case_id, even(100, 100))]}))
+    out = cli("abba", path)
+    assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr
+    assert case_id in out.stdout
+
+
+VALID = {
+    "abba": {"cases": [abba_case("case-1", even(100, 99)), abba_case("case-2", even(100, 100))]},
+    "latency": {"positions": [{"id": 0, "incumbent_s": 1.0, "candidate_s": 1.1}]},
+    "determinism": {"runs": [[{"prompt": "p0", "output_sha256": sha("a")}]] * 2},
+    "noninferiority": {"resamples": 200, "determinism_passed": True, "min_perturbed_cases": 1,
+                       "metrics": [{"name": "recall", "kind": "difference", "better": "higher", "margin": 0.02}],
+                       "pairs": [{"case": "a", "variant": v, "incumbent": {"recall": 0.5},
+                                  "candidate": {"recall": 0.5}} for v in range(2)]},
+}
+LEAVES = [(kind, path) for kind, doc in VALID.items() for path in leaf_paths(doc) if path]
+hostile = st.one_of(
+    st.floats(allow_nan=False, allow_infinity=False), st.integers(min_value=-(10**30), max_value=10**30),
+    st.sampled_from([0, -1, 1e308, -1e308, 5e-324, 2**63, "", "[/red]", None, True, [], {}, [[[[]]]]]),
+    st.text(max_size=20))
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(where=st.sampled_from(LEAVES), value=hostile, as_json=st.booleans())
+def test_any_value_anywhere_is_judged_or_bad_input(capsys, where, value, as_json):
+    kind, leaf = where
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "in.json")
+        with open(path, "w") as f:
+            json.dump(set_at(VALID[kind], leaf, value), f)
+        code = main([kind, path] + (["--json"] if as_json else []))
+    out, err = capsys.readouterr()
+    assert code in (0, 1, 2, 3)
+    if code == 3:
+        assert out == "" and err.startswith("bad input: ")
+    else:
+        assert "verdict" in out
