@@ -97,8 +97,9 @@ def _paused_run(prefect_api, engine_repo, tmp_path, name, timeout_s=1800):
 
 
 def _published_versions(tmp_path: Path) -> list[Path]:
+    """The version folders of the store (its .incoming/ staging area is no version)."""
     store = tmp_path / "store"
-    return sorted(p for p in store.iterdir()) if store.exists() else []
+    return sorted(p for p in store.iterdir() if not p.name.startswith(".")) if store.exists() else []
 
 
 @pytest.fixture(scope="module")
