@@ -1,4 +1,5 @@
-"""Request bodies, validated strictly: an unknown key is an error that names it."""
+"""Request bodies, validated strictly: an unknown key is an error that names it, and a value
+of the wrong JSON type is never coerced ("10" is not a number, "yes" not a boolean)."""
 from __future__ import annotations
 
 from typing import Annotated, Literal, Union
@@ -13,7 +14,7 @@ _Seed = Annotated[int, Field(ge=0, le=2**63 - 1)]   # what a torch.Generator acc
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=False)
+    model_config = ConfigDict(extra="forbid", strict=True)
 
 
 class TextPart(_Strict):
@@ -39,7 +40,7 @@ class ChatCompletionRequest(_Strict):
     temperature: _Temp | None = None
     top_p: _TopP | None = None
     seed: _Seed | None = None
-    n: Literal[1] | None = None
+    n: Annotated[int, Field(ge=1, le=1)] | None = None   # int, not Literal: True == 1
     stream: bool = False
     stream_options: StreamOptions | None = None
     user: str | None = None

@@ -1,4 +1,4 @@
-"""The FastAPI application: routes, authentication, error shape, request metrics."""
+"""The FastAPI application: routes, the gate in front of them (engine.server.gate), error shape."""
 from __future__ import annotations
 
 from contextlib import asynccontextmanager
@@ -10,12 +10,8 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from engine.server import routes_chat, routes_engine, routes_responses
 from engine.server.errors import APIError, error_body
+from engine.server.gate import Gate
 from engine.server.state import ServerState
-
-OPEN_PATHS = frozenset({"/health"})
-# Status reveals identity and memory figures: it needs a key even when no key file is set,
-# in which case it cannot be read at all.
-ALWAYS_AUTH = frozenset({"/v1/engine/status"})
 
 
 def create_app(state: ServerState) -> FastAPI:
@@ -35,23 +31,9 @@ def create_app(state: ServerState) -> FastAPI:
     for r in (routes_engine.router, routes_chat.router, routes_responses.router):
         app.include_router(r)
 
-    @app.middleware("http")
-    async def auth_and_count(request: Request, call_next):
-        path = request.url.path
-        denied = path not in OPEN_PATHS and not state.auth.check(
-            request.headers.get("authorization"))
-        if path in ALWAYS_AUTH and not state.auth.enabled:
-            denied = True
-        if denied:
-            response = JSONResponse(error_body(
-                "invalid_api_key", "Incorrect or missing API key: send "
-                "'Authorization: Bearer KEY'."), status_code=401)
-        else:
-            response = await call_next(request)
-        route = request.scope.get("route")
-        label = getattr(route, "path", "unmatched")
-        state.metrics.requests.labels(route=label, status=str(response.status_code)).inc()
-        return response
+    # Authentication, tenant, counting, and the 500 answer to anything the handlers below
+    # do not turn into an error body.
+    app.add_middleware(Gate, state=state)
 
     @app.exception_handler(APIError)
     async def api_error(_request: Request, exc: APIError):
@@ -62,11 +44,5 @@ def create_app(state: ServerState) -> FastAPI:
         code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code,
                                                                   "invalid_request")
         return JSONResponse(error_body(code, str(exc.detail)), status_code=exc.status_code)
-
-    @app.exception_handler(Exception)
-    async def unexpected(request: Request, exc: Exception):
-        state.log.write("request_error", route=request.url.path, reason=type(exc).__name__)
-        return JSONResponse(error_body("internal_error", f"internal error: "
-                                       f"{type(exc).__name__}"), status_code=500)
 
     return app

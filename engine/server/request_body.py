@@ -1,7 +1,6 @@
 """Reading a JSON body into a strict model; every failure becomes a typed API error."""
 from __future__ import annotations
 
-import json
 from typing import TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -9,6 +8,7 @@ from starlette.requests import Request
 
 from engine.sampling import SamplingParams
 from engine.server.errors import APIError
+from engine.server.json_body import BodyError, decode_json_body
 from engine.server.state import ServerState
 
 M = TypeVar("M", bound=BaseModel)
@@ -33,13 +33,12 @@ async def parse_body(request: Request, model: type[M], max_bytes: int) -> M:
             raise APIError("request_too_large", f"request body exceeds the limit of "
                            f"{max_bytes} bytes")
     try:
-        data = json.loads(body)
-    except (ValueError, UnicodeDecodeError) as e:
-        raise APIError("invalid_request", f"request body is not valid JSON: {e}") from None
-    if not isinstance(data, dict):
-        raise APIError("invalid_request", "request body must be a JSON object")
+        data = decode_json_body(body)
+    except BodyError as e:
+        raise APIError("invalid_request", e.message, e.param) from None
     try:
-        return model.model_validate(data)
+        # strict: a string is never coerced to a number or a boolean ("10", "yes")
+        return model.model_validate(data, strict=True)
     except ValidationError as e:
         errs = e.errors()
         # An unknown key is the most useful thing to name, whatever else is wrong.

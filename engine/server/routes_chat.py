@@ -14,6 +14,7 @@ from engine.server.chat_format import render_chat
 from engine.server.generation import Generation, Outcome
 from engine.server.request_body import check_model, parse_body, sampling_params
 from engine.server.sse import DONE, event_stream, sse_data
+from engine.server.tenancy import request_tenant, session_key
 
 router = APIRouter()
 
@@ -55,7 +56,8 @@ async def chat_completions(request: Request):
     params = sampling_params(st, len(ids), max_tokens, req.temperature, req.top_p, req.seed,
                              max_param)
     gen = Generation(st, route="/v1/chat/completions", prompt_ids=ids, params=params,
-                     session=req.prompt_cache_key, arrived=arrived, prompt_text=prompt)
+                     session=session_key(request_tenant(request), req.prompt_cache_key),
+                     arrived=arrived, prompt_text=prompt)
     await run_in_threadpool(gen.open)
     cid, created = "chatcmpl-" + uuid.uuid4().hex[:24], int(arrived)
     if not req.stream:
@@ -86,4 +88,4 @@ async def chat_completions(request: Request):
             yield sse_data({**base, "choices": [], "usage": _usage(out)})
         yield DONE
 
-    return event_stream(gen, events())
+    return event_stream(gen, events(), lambda err: sse_data(err) + DONE)

@@ -17,6 +17,7 @@ from engine.server.request_body import check_model, parse_body, sampling_params
 from engine.server.response_store import StoredResponse
 from engine.server.routes_chat import run_to_end
 from engine.server.sse import ResponsesEventWriter, event_stream
+from engine.server.tenancy import request_tenant, session_key
 
 router = APIRouter()
 
@@ -67,10 +68,11 @@ async def create_response(request: Request):
     st = request.app.state.server
     req = await parse_body(request, ResponsesRequest, st.profile["max_request_bytes"])
     check_model(st, req.model)
+    tenant = request_tenant(request)
     history: list[dict[str, Any]] = []
     prior_items: list[dict[str, Any]] = []
     if req.previous_response_id is not None:
-        parent = st.responses.get(req.previous_response_id)
+        parent = st.responses.get(req.previous_response_id, tenant)
         if parent is None:
             raise APIError("previous_response_not_found", f"Previous response with id "
                            f"'{req.previous_response_id}' not found.", "previous_response_id")
@@ -85,7 +87,8 @@ async def create_response(request: Request):
     params = sampling_params(st, len(ids), req.max_output_tokens, req.temperature, req.top_p,
                              None, "max_output_tokens")
     gen = Generation(st, route="/v1/responses", prompt_ids=ids, params=params,
-                     session=req.prompt_cache_key, arrived=arrived, prompt_text=prompt)
+                     session=session_key(tenant, req.prompt_cache_key), arrived=arrived,
+                     prompt_text=prompt)
     await run_in_threadpool(gen.open)
     rid, mid, created = _new_id("resp"), _new_id("msg"), int(arrived)
 
@@ -96,7 +99,7 @@ async def create_response(request: Request):
         if req.store:
             st.responses.put(rid, StoredResponse(
                 response=resp, input_items=prior_items + new_items,
-                conversation=convo + [{"role": "assistant", "content": text}]))
+                conversation=convo + [{"role": "assistant", "content": text}], owner=tenant))
         return resp
 
     if not req.stream:
@@ -128,11 +131,11 @@ async def create_response(request: Request):
         yield ev("response.completed" if resp["status"] == "completed"
                  else "response.incomplete", response=resp)
 
-    return event_stream(gen, events())
+    return event_stream(gen, events(), lambda err: ev("error", **err["error"]))
 
 
-def _stored(st, rid: str) -> StoredResponse:
-    entry = st.responses.get(rid)
+def _stored(request: Request, rid: str) -> StoredResponse:
+    entry = request.app.state.server.responses.get(rid, request_tenant(request))
     if entry is None:
         raise APIError("response_not_found", f"Response with id '{rid}' not found.", "id")
     return entry
@@ -140,20 +143,19 @@ def _stored(st, rid: str) -> StoredResponse:
 
 @router.get("/v1/responses/{rid}")
 async def get_response(rid: str, request: Request):
-    return _stored(request.app.state.server, rid).response
+    return _stored(request, rid).response
 
 
 @router.delete("/v1/responses/{rid}")
 async def delete_response(rid: str, request: Request):
-    st = request.app.state.server
-    _stored(st, rid)
-    st.responses.delete(rid)
+    _stored(request, rid)
+    request.app.state.server.responses.delete(rid, request_tenant(request))
     return {"id": rid, "object": "response.deleted", "deleted": True}
 
 
 @router.get("/v1/responses/{rid}/input_items")
 async def input_items(rid: str, request: Request):
-    items = _stored(request.app.state.server, rid).input_items
+    items = _stored(request, rid).input_items
     return {"object": "list", "data": items, "has_more": False,
             "first_id": items[0]["id"] if items else None,
             "last_id": items[-1]["id"] if items else None}

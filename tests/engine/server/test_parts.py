@@ -12,21 +12,29 @@ from engine.server.response_store import ResponseStore, StoredResponse
 from engine.server.sse import DONE, ResponsesEventWriter, sse_data
 
 
-def _entry(n):
-    return StoredResponse(response={"id": n, "pad": "x" * 100}, input_items=[])
+def _entry(n, owner="t1"):
+    return StoredResponse(response={"id": n, "pad": "x" * 100}, input_items=[], owner=owner)
 
 
 def test_store_bounds_by_count_and_bytes():
     s = ResponseStore(max_responses=2, max_bytes=10_000)
     for i in range(3):
         s.put(f"r{i}", _entry(i))
-    assert s.get("r0") is None and s.get("r2") is not None
+    assert s.get("r0", "t1") is None and s.get("r2", "t1") is not None
     assert s.stats()["evicted"] == 1
     small = ResponseStore(max_responses=100, max_bytes=300)
     for i in range(5):
         small.put(f"r{i}", _entry(i))
-    assert small.stats()["bytes"] <= 300 and small.get("r4") is not None
-    assert small.delete("r4") and not small.delete("r4")
+    assert small.stats()["bytes"] <= 300 and small.get("r4", "t1") is not None
+    assert small.delete("r4", "t1") and not small.delete("r4", "t1")
+
+
+def test_store_entries_belong_to_their_tenant():
+    s = ResponseStore(max_responses=10, max_bytes=10_000)
+    s.put("r1", _entry(1, owner="t1"))
+    assert s.get("r1", "t2") is None
+    assert s.delete("r1", "t2") is False
+    assert s.get("r1", "t1").response["id"] == 1 and s.stats()["responses"] == 1
 
 
 def test_sse_framing():
