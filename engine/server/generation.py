@@ -76,6 +76,7 @@ class Generation:
         self._first: int | None = None
         self._times: list[float] = []
         self._ended = False
+        self._abort_requested = False
         self.checkpoint: str | None = None
         self.detok = Detokenizer(state.tokenizer, set(params.stop_token_ids or ()))
 
@@ -89,6 +90,8 @@ class Generation:
             self.submitted = time.time()
             try:
                 self.handle = st.llm.submit(self.prompt_ids, self.params, session=self.session)
+                if self._abort_requested:  # the client left while this was being submitted
+                    self.handle.cancel()
             except QueueFull as e:
                 self._reject("server_overloaded", str(e))
             except AdmissionError as e:
@@ -146,6 +149,8 @@ class Generation:
         out = Outcome(text=self.detok.text(), finish_reason=res.finish_reason,
                       prompt_tokens=int(res.prompt_tokens), completion_tokens=len(ids),
                       cached_tokens=int(res.cached_tokens))
+        if self._ended:  # aborted: abort() has logged and accounted for it; nobody listens
+            return out
         saved = self._auto_save(len(self.prompt_ids) + len(ids))
         st.log.write("request_done", id=self.request_id, route=self.route,
                      finish_reason=out.finish_reason, prompt_tokens=out.prompt_tokens,
@@ -179,6 +184,10 @@ class Generation:
         """Client went away or the server failed mid-request: cancel and account once."""
         if self._ended:
             return
+        # open() may be submitting on another thread: it reads this flag after setting
+        # self.handle, and this reads self.handle after setting the flag, so one of the two
+        # cancels the engine request.
+        self._abort_requested = True
         if self.handle is not None:
             self.handle.cancel()
         self.state.log.write("request_error", id=self.request_id, route=self.route,

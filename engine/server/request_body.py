@@ -12,6 +12,10 @@ from engine.server.json_body import BodyError, decode_json_body
 from engine.server.state import ServerState
 
 M = TypeVar("M", bound=BaseModel)
+# The engine samples in float32, where a temperature or top_p this small (1e-320 is a valid
+# JSON number in range) rounds to 0: the logits overflow to inf, or no token is kept. Either
+# setting below it picks the most likely token anyway, so the request samples greedily.
+GREEDY_BELOW = 1e-5
 
 
 def _param(loc: tuple) -> str:
@@ -72,7 +76,10 @@ def sampling_params(state: ServerState, prompt_len: int, max_tokens: int | None,
         raise APIError("context_length_exceeded", f"{prompt_len} prompt tokens + {max_tokens} "
                        f"requested output tokens exceed the maximum context length of {ctx} "
                        f"tokens", max_param)
-    return SamplingParams(max_new_tokens=max_tokens or room,
-                          temperature=1.0 if temperature is None else temperature,
-                          top_p=1.0 if top_p is None else top_p, seed=seed,
+    temperature = 1.0 if temperature is None else temperature
+    top_p = 1.0 if top_p is None else top_p
+    if temperature < GREEDY_BELOW or top_p < GREEDY_BELOW:
+        temperature, top_p = 0.0, 1.0
+    return SamplingParams(max_new_tokens=max_tokens or room, temperature=temperature,
+                          top_p=top_p, seed=seed,
                           stop_token_ids=list(state.stop_token_ids))

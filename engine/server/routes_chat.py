@@ -7,10 +7,10 @@ from typing import Iterator
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
-from starlette.concurrency import run_in_threadpool
 
 from engine.server.api_models import ChatCompletionRequest, content_text
 from engine.server.chat_format import render_chat
+from engine.server.disconnect import run_unless_disconnected
 from engine.server.generation import Generation, Outcome
 from engine.server.request_body import check_model, parse_body, sampling_params
 from engine.server.sse import DONE, event_stream, sse_data
@@ -58,10 +58,10 @@ async def chat_completions(request: Request):
     gen = Generation(st, route="/v1/chat/completions", prompt_ids=ids, params=params,
                      session=session_key(request_tenant(request), req.prompt_cache_key),
                      arrived=arrived, prompt_text=prompt)
-    await run_in_threadpool(gen.open)
+    await run_unless_disconnected(request, gen, gen.open)
     cid, created = "chatcmpl-" + uuid.uuid4().hex[:24], int(arrived)
     if not req.stream:
-        text, out = await run_in_threadpool(run_to_end, gen)
+        text, out = await run_unless_disconnected(request, gen, run_to_end, gen)
         return JSONResponse({
             "id": cid, "object": "chat.completion", "created": created, "model": st.model_name,
             "choices": [{"index": 0, "message": {"role": "assistant", "content": text},

@@ -7,10 +7,10 @@ from typing import Any, Iterator
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
-from starlette.concurrency import run_in_threadpool
 
 from engine.server.api_models import ResponsesRequest, content_text
 from engine.server.chat_format import render_chat
+from engine.server.disconnect import run_unless_disconnected
 from engine.server.errors import APIError
 from engine.server.generation import Generation, Outcome
 from engine.server.request_body import check_model, parse_body, sampling_params
@@ -89,21 +89,21 @@ async def create_response(request: Request):
     gen = Generation(st, route="/v1/responses", prompt_ids=ids, params=params,
                      session=session_key(tenant, req.prompt_cache_key), arrived=arrived,
                      prompt_text=prompt)
-    await run_in_threadpool(gen.open)
+    await run_unless_disconnected(request, gen, gen.open)
     rid, mid, created = _new_id("resp"), _new_id("msg"), int(arrived)
 
     def complete(text: str, out: Outcome) -> dict[str, Any]:
         status = "incomplete" if out.finish_reason == "length" else "completed"
         item = _message_item(mid, text, "completed" if status == "completed" else "incomplete")
         resp = _response_obj(rid, created, st, req, status, [item], out)
-        if req.store:
+        if req.store and out.finish_reason != "cancelled":  # cancelled: its client left
             st.responses.put(rid, StoredResponse(
                 response=resp, input_items=prior_items + new_items,
                 conversation=convo + [{"role": "assistant", "content": text}], owner=tenant))
         return resp
 
     if not req.stream:
-        text, out = await run_in_threadpool(run_to_end, gen)
+        text, out = await run_unless_disconnected(request, gen, run_to_end, gen)
         return JSONResponse(complete(text, out))
 
     ev = ResponsesEventWriter()

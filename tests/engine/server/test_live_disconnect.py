@@ -1,4 +1,4 @@
-"""A streaming client that goes away: its engine request is cancelled and its
+"""A client that goes away, streaming or not: its engine request is cancelled and its
 prompt_cache_key session released at once."""
 import time
 
@@ -19,8 +19,14 @@ def long_server(tiny_model, tmp_path_factory):
         yield s
 
 
-def _stream_then_hang_up(server, path, body):
-    """Read the first event of a stream, then close the connection mid-generation."""
+def _hang_up(server, path, body):
+    """Streaming: read the first event, then close the connection mid-generation. Otherwise:
+    give up waiting for the answer (a client-side timeout) and close the connection."""
+    if not body.get("stream"):
+        with httpx.Client(base_url=server.url, headers=server.headers, timeout=0.5) as c:
+            with pytest.raises(httpx.TimeoutException):
+                c.post(path, json=body)
+        return time.monotonic()
     with httpx.Client(base_url=server.url, headers=server.headers, timeout=60) as c:
         with c.stream("POST", path, json=body) as r:
             assert r.status_code == 200
@@ -46,10 +52,14 @@ def _wait_until(pred, limit_s: float):
                               "stream": True}),
     ("/v1/responses", {"model": "tiny", "input": "go", "max_output_tokens": LONG,
                        "temperature": 1.0, "stream": True}),
-])
+    ("/v1/chat/completions", {"model": "tiny", "messages": [{"role": "user", "content": "go"}],
+                              "max_tokens": LONG, "temperature": 1.0, "seed": 1}),
+    ("/v1/responses", {"model": "tiny", "input": "go", "max_output_tokens": LONG,
+                       "temperature": 1.0}),
+], ids=["chat-stream", "responses-stream", "chat", "responses"])
 def test_disconnect_releases_session(long_server, path, body):
-    key = "hangup" + path.replace("/", "-")
-    hung_up = _stream_then_hang_up(long_server, path, {**body, "prompt_cache_key": key})
+    key = f"hangup{path.replace('/', '-')}-{body.get('stream', False)}"
+    hung_up = _hang_up(long_server, path, {**body, "prompt_cache_key": key})
     short = {"model": "tiny", "messages": [{"role": "user", "content": "again"}],
              "max_tokens": 2, "temperature": 0, "prompt_cache_key": key}
     with long_server.client() as c:

@@ -142,3 +142,13 @@ def test_integers_are_still_numbers(conn):
     status, ok, _ = conn.post("/v1/chat/completions",
                               _raw({**CHAT, "temperature": 1, "top_p": 1, "seed": 3}))
     assert status == 200 and ok["usage"]["completion_tokens"] == 2
+
+
+@pytest.mark.parametrize("extra", [{"temperature": 1e-320}, {"temperature": 5e-324, "seed": 1},
+                                   {"top_p": 5e-324, "temperature": 1}, {"seed": 2**63 - 1,
+                                                                         "temperature": 2}])
+def test_extreme_valid_numbers_are_served(conn, extra):
+    # in range, so served: a temperature too small for float32 logits samples greedily
+    status, ok, r = conn.post("/v1/chat/completions", _raw({**CHAT, **extra}))
+    assert status == 200, ok
+    assert ok["usage"]["completion_tokens"] == 2 and not r.will_close
