@@ -39,14 +39,15 @@ def _path(parts: tuple) -> str:
 
 
 def _check(data: Any, max_depth: int) -> None:
-    """Nesting at most max_depth, every string and key encodable as UTF-8 (no unpaired
-    surrogate); iterative, so that it cannot itself overflow the stack."""
+    """At most max_depth objects and arrays inside one another (the body itself counts),
+    every string and key encodable as UTF-8 (no unpaired surrogate); iterative, so that it
+    cannot itself overflow the stack."""
     stack: list[tuple[Any, tuple]] = [(data, ())]
     while stack:
         value, where = stack.pop()
-        if len(where) > max_depth:
+        if isinstance(value, (dict, list)) and len(where) >= max_depth:
             raise BodyError(f"request body nests deeper than {max_depth} levels at "
-                            f"'{_path(where[:max_depth])}'", _path(where[:max_depth]))
+                            f"'{_path(where)}'", _path(where))
         if isinstance(value, str):
             if _has_surrogate(value):
                 raise BodyError(f"Invalid value for '{_path(where) or 'body'}': the string "

@@ -25,6 +25,41 @@ def _param(loc: tuple) -> str:
     return out
 
 
+def _drop_unknown(model: type[M], data: dict) -> list[str]:
+    """The lenient profile: remove every key the model does not define, at any depth; returns
+    their paths. Validation names them; each round removes what it named."""
+    ignored: list[str] = []
+    for _ in range(16):  # bounded: each round removes at least one key
+        try:
+            model.model_validate(data, strict=True)
+            break
+        except ValidationError as e:
+            extra = [x["loc"] for x in e.errors() if x["type"] == "extra_forbidden"]
+        if not extra:
+            break
+        removed = 0
+        for loc in map(_clean, extra):
+            parent = data
+            try:
+                for part in loc[:-1]:
+                    parent = parent[part]
+            except (KeyError, IndexError, TypeError):
+                continue
+            if isinstance(parent, dict) and loc[-1] in parent:
+                del parent[loc[-1]]
+                ignored.append(_param(loc))
+                removed += 1
+        if not removed:
+            break
+    return ignored
+
+
+def _clean(loc: tuple) -> tuple:
+    """A pydantic error location without its union-branch tags ("str", "list[TextPart]")."""
+    return tuple(p for p in loc if not (isinstance(p, str) and (
+        "[" in p or "-" in p or p in ("str", "list", "int"))))
+
+
 async def parse_body(request: Request, model: type[M], max_bytes: int) -> M:
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > max_bytes:
@@ -40,6 +75,11 @@ async def parse_body(request: Request, model: type[M], max_bytes: int) -> M:
         data = decode_json_body(body)
     except BodyError as e:
         raise APIError("invalid_request", e.message, e.param) from None
+    st = request.app.state.server
+    if st.profile["unknown_parameters"] == "lenient":
+        ignored = _drop_unknown(model, data)
+        if ignored:
+            st.log.write("parameters_ignored", route=request.url.path, params=ignored)
     try:
         # strict: a string is never coerced to a number or a boolean ("10", "yes")
         return model.model_validate(data, strict=True)
@@ -47,9 +87,7 @@ async def parse_body(request: Request, model: type[M], max_bytes: int) -> M:
         errs = e.errors()
         # An unknown key is the most useful thing to name, whatever else is wrong.
         err = next((x for x in errs if x["type"] == "extra_forbidden"), errs[0])
-        loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and
-                                                  ("[" in p or p in ("str", "list"))))
-        param = _param(loc) or None
+        param = _param(_clean(err["loc"])) or None
         if err["type"] == "extra_forbidden":
             raise APIError("unknown_parameter", f"Unrecognized request argument supplied: "
                            f"{param}", param) from None

@@ -8,7 +8,7 @@ from typing import Iterator
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
-from engine.server.api_models import ChatCompletionRequest, content_text
+from engine.server.api_models import ChatCompletionRequest, content_text, stop_list
 from engine.server.chat_format import render_chat
 from engine.server.disconnect import run_unless_disconnected
 from engine.server.generation import Generation, Outcome
@@ -36,7 +36,7 @@ def run_to_end(gen: Generation) -> tuple[str, Outcome]:
     try:
         for _ in gen.deltas():
             pass
-        return gen.detok.text(), gen.finish()
+        return gen.text(), gen.finish()
     except BaseException:
         gen.abort("server_error")
         raise
@@ -57,7 +57,7 @@ async def chat_completions(request: Request):
                              max_param)
     gen = Generation(st, route="/v1/chat/completions", prompt_ids=ids, params=params,
                      session=session_key(request_tenant(request), req.prompt_cache_key),
-                     arrived=arrived, prompt_text=prompt)
+                     arrived=arrived, prompt_text=prompt, stop=stop_list(req.stop))
     await run_unless_disconnected(request, gen, gen.open)
     cid, created = "chatcmpl-" + uuid.uuid4().hex[:24], int(arrived)
     if not req.stream:

@@ -120,7 +120,7 @@ async def create_response(request: Request):
         for d in gen.deltas():
             yield ev("response.output_text.delta", item_id=mid, output_index=0,
                      content_index=0, delta=d, logprobs=[])
-        text = gen.detok.text()
+        text = gen.text()
         out = gen.finish()
         resp = complete(text, out)
         yield ev("response.output_text.done", item_id=mid, output_index=0,

@@ -7,7 +7,6 @@ here) so that every run sends the same bodies; a failure prints the body that ca
 import json
 import random
 
-import httpx
 import pytest
 
 from tests.engine.server.live import Server, base_profile
@@ -17,7 +16,8 @@ pytestmark = pytest.mark.slow
 SEED = 19
 BODIES = 10_200
 HEALTH_EVERY = 200
-ROUTES = ("/v1/chat/completions", "/v1/responses", "/v1/engine/checkpoints")
+ROUTES = ("/v1/chat/completions", "/v1/responses", "/v1/completions", "/v1/engine/checkpoints",
+          "/tokenize", "/detokenize")
 
 _WEIRD_NUMBERS = [-1, 0, 1, 2, -2**63, 2**63, 2**64 + 1, 10**30, -10**30, 1e308, -1e308, 5e-324,
                   1e-320, 0.5, -0.0, 3.7, 2**53 + 1]
@@ -27,7 +27,11 @@ _WEIRD_STRINGS = ["", " ", "tiny", "yes", "true", "10", "-1", "null", "\x00", "\
 _FIELDS = {
     "/v1/chat/completions": ["model", "messages", "max_tokens", "max_completion_tokens",
                              "temperature", "top_p", "seed", "n", "stream", "stream_options",
-                             "user", "prompt_cache_key"],
+                             "user", "prompt_cache_key", "stop"],
+    "/v1/completions": ["model", "prompt", "max_tokens", "temperature", "top_p", "seed", "n",
+                        "stream", "stream_options", "stop", "user", "prompt_cache_key"],
+    "/tokenize": ["model", "prompt", "messages", "add_generation_prompt"],
+    "/detokenize": ["model", "tokens"],
     "/v1/responses": ["model", "input", "instructions", "previous_response_id", "store",
                       "max_output_tokens", "temperature", "top_p", "stream",
                       "prompt_cache_key", "metadata", "user"],
@@ -63,6 +67,19 @@ def _valid(rng: random.Random, route: str) -> dict:
         if rng.random() < 0.2:
             body["metadata"] = {"a": "b"}
         return body
+    if route == "/v1/completions":
+        body = {"model": "tiny", "prompt": rng.choice(["hi", [1, 2, 3], ["x y"], [[4, 5]]]),
+                "max_tokens": rng.randint(1, 3), "temperature": rng.choice([0, 1])}
+        if rng.random() < 0.3:
+            body["stream"] = True
+        if rng.random() < 0.3:
+            body["stop"] = rng.choice(["a", ["b", "c"], "\n"])
+        return body
+    if route == "/tokenize":
+        return rng.choice([{"prompt": "hi there"},
+                           {"model": "tiny", "messages": [{"role": "user", "content": "x"}]}])
+    if route == "/detokenize":
+        return {"tokens": [rng.randint(0, 60) for _ in range(rng.randint(0, 5))]}
     return {"session": f"k{rng.randint(0, 3)}"}
 
 

@@ -104,3 +104,39 @@ def test_admission_arithmetic():
     assert auto.kv_capacity_tokens == 48 and auto.admitted       # 500 B spare: 3 blocks of 160 B
     assert not decide(free_bytes=1600, kv_capacity="auto", **kw).admitted
     assert "weights 1000 B" in fixed.message() and "headroom 500 B" in fixed.message()
+
+
+def _stop_run(stops, deltas):
+    from engine.server.stop_strings import StopStrings
+    s = StopStrings(stops)
+    shown = [s.feed(d) for d in deltas] + [s.flush()]
+    return shown, s.hit
+
+
+def test_stop_strings_hold_back_only_possible_starts():
+    assert _stop_run(["END"], ["abc E", "N", "D more"]) == (["abc ", "", "", ""], True)
+    # "EN" was held back; when it does not become "END" it is released whole
+    assert _stop_run(["END"], ["abc E", "N", "x"]) == (["abc ", "", "ENx", ""], False)
+    assert _stop_run(["\n\n", "stop"], ["a\n", "b st", "op!"]) == (["a", "\nb ", "", ""], True)
+    assert _stop_run(["zz", "y"], ["xyzz"]) == (["x", ""], True)   # the earliest stop wins
+    assert _stop_run(["END"], ["abc E"]) == (["abc ", "E"], False)  # held text flushed at end
+
+
+def test_json_body_limits():
+    from engine.server.json_body import MAX_DEPTH, BodyError, decode_json_body
+    assert decode_json_body(b'{"a": [1, {"b": "\\ud83d\\ude00"}]}') == {
+        "a": [1, {"b": "\U0001f600"}]}   # a surrogate pair is one character: accepted
+    # the body and MAX_DEPTH - 1 arrays inside it: at the limit
+    ok = decode_json_body(b'{"a":' + b"[" * (MAX_DEPTH - 1) + b"]" * (MAX_DEPTH - 1) + b"}")
+    depth, inner = 1, ok
+    while isinstance(inner, (dict, list)) and inner:
+        inner, depth = (inner["a"] if isinstance(inner, dict) else inner[0]), depth + 1
+    assert depth == MAX_DEPTH
+    deeper = b'{"a":' + b"[" * MAX_DEPTH + b"]" * MAX_DEPTH + b"}"
+    for body, param in [(deeper, "a" + "[0]" * (MAX_DEPTH - 1)),
+                        (b'{"a": [0, "\\ud800"]}', "a[1]"), (b'{"\\udfff": 1}', None),
+                        (b"", None), (b"[]", None), (b"\xff", None),
+                        (b"[" * 200_000 + b"]" * 200_000, None)]:
+        with pytest.raises(BodyError) as e:
+            decode_json_body(body)
+        assert e.value.param == param, body[:40]
