@@ -25,6 +25,26 @@ def _param(loc: tuple) -> str:
     return out
 
 
+# Top-level parameters that lenient mode must not drop when they ask for something: ignoring
+# them would answer a different question than the one asked (another output format, no
+# log-probabilities, other sampling). Each maps to the values that ask for nothing.
+UNHONOURED: dict[str, tuple] = {
+    "response_format": ({"type": "text"},), "logprobs": (False, None), "top_logprobs": (0, None),
+    "tools": ([], None), "functions": ([], None), "echo": (False, None), "suffix": (None, ""),
+    "best_of": (1, None), "presence_penalty": (0, 0.0, None), "frequency_penalty": (0, 0.0, None),
+    "logit_bias": ({}, None), "repetition_penalty": (1, 1.0, None),
+}
+
+
+def _refuse_unhonoured(model: type[M], data: dict) -> None:
+    for name, neutral in UNHONOURED.items():
+        if name in data and name not in model.model_fields and not any(
+                data[name] == v and type(data[name]) is type(v) for v in neutral):
+            raise APIError("invalid_request", f"'{name}' is not supported by this server "
+                           f"(only {', '.join(map(repr, neutral))}); it is refused rather than "
+                           f"ignored, since ignoring it would change the answer", name)
+
+
 def _drop_unknown(model: type[M], data: dict) -> list[str]:
     """The lenient profile: remove every key the model does not define, at any depth; returns
     their paths. Validation names them; each round removes what it named."""
@@ -77,6 +97,7 @@ async def parse_body(request: Request, model: type[M], max_bytes: int) -> M:
         raise APIError("invalid_request", e.message, e.param) from None
     st = request.app.state.server
     if st.profile["unknown_parameters"] == "lenient":
+        _refuse_unhonoured(model, data)
         ignored = _drop_unknown(model, data)
         if ignored:
             st.log.write("parameters_ignored", route=request.url.path, params=ignored)

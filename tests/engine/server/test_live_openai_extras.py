@@ -163,15 +163,24 @@ def test_unknown_parameters_lenient(tiny_model, tmp_path):
     profile = {**base_profile(tiny_model), "unknown_parameters": "lenient"}
     with Server(tmp_path, profile) as s, s.client() as c:
         r = c.post("/v1/chat/completions", json={
-            "model": "tiny", "max_tokens": 2, "frequency_penalty": 0.5, "logit_bias": {"1": 2},
+            "model": "tiny", "max_tokens": 2, "frequency_penalty": 0, "logit_bias": {},
+            "parallel_tool_calls": True, "response_format": {"type": "text"},
             "messages": [{"role": "user", "content": "hi", "colour": "red"}]})
         assert r.status_code == 200, r.text
         wrong = c.post("/v1/chat/completions", json={
-            "model": "tiny", "max_tokens": "2", "frequency_penalty": 0.5,
+            "model": "tiny", "max_tokens": "2", "metadata_x": 1,
             "messages": [{"role": "user", "content": "hi"}]})
         # lenient ignores what it does not know, never what it knows but is wrong
         assert wrong.status_code == 400 and wrong.json()["error"]["param"] == "max_tokens"
+        # nor what asks for something this server does not do: that would change the answer
+        for name, value in [("response_format", {"type": "json_object"}), ("logprobs", True),
+                            ("frequency_penalty", 0.5), ("tools", [{"type": "function"}])]:
+            refused = c.post("/v1/chat/completions", json={
+                "model": "tiny", "max_tokens": 2, name: value,
+                "messages": [{"role": "user", "content": "hi"}]})
+            assert refused.status_code == 400 and refused.json()["error"]["param"] == name
     ignored = [e for e in s.log() if e["event"] == "parameters_ignored"]
     assert ignored[0]["route"] == "/v1/chat/completions"
     assert sorted(ignored[0]["params"]) == ["frequency_penalty", "logit_bias",
-                                            "messages[0].colour"]
+                                            "messages[0].colour", "parallel_tool_calls",
+                                            "response_format"]
