@@ -8,8 +8,8 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from engine.server import (routes_chat, routes_completions, routes_engine, routes_responses,
-                           routes_tokens)
+from engine.server import (openapi, routes_chat, routes_completions, routes_engine,
+                           routes_responses, routes_tokens)
 from engine.server.errors import APIError, error_body
 from engine.server.gate import Gate
 from engine.server.state import ServerState
@@ -27,11 +27,13 @@ def create_app(state: ServerState) -> FastAPI:
         yield
 
     app = FastAPI(title="assay-engine", version=state.identity.get("engine_version", ""),
-                  docs_url=None, redoc_url=None, openapi_url=None, lifespan=lifespan)
+                  docs_url=None, redoc_url=None, openapi_url="/openapi.json",
+                  lifespan=lifespan)
     app.state.server = state
     for r in (routes_engine.router, routes_chat.router, routes_completions.router,
               routes_responses.router, routes_tokens.router):
         app.include_router(r)
+    openapi.install(app)
 
     # Authentication, tenant, counting, and the 500 answer to anything the handlers below
     # do not turn into an error body.

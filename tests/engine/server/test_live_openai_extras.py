@@ -184,3 +184,18 @@ def test_unknown_parameters_lenient(tiny_model, tmp_path):
     assert sorted(ignored[0]["params"]) == ["frequency_penalty", "logit_bias",
                                             "messages[0].colour", "parallel_tool_calls",
                                             "response_format"]
+
+
+def test_openapi_document(server):
+    with server.client() as c:
+        doc = c.get("/openapi.json").json()
+    assert doc["openapi"].startswith("3.")
+    for path in ("/v1/chat/completions", "/v1/completions", "/v1/responses", "/tokenize",
+                 "/detokenize", "/version", "/v1/models"):
+        assert path in doc["paths"], path
+    ref = doc["paths"]["/v1/completions"]["post"]["requestBody"]["content"][
+        "application/json"]["schema"]["$ref"]
+    body = doc["components"]["schemas"][ref.rsplit("/", 1)[-1]]
+    assert {"model", "prompt", "stop", "max_tokens"} <= set(body["properties"])
+    assert body["additionalProperties"] is False and body["required"] == ["model", "prompt"]
+    assert httpx.get(server.url + "/openapi.json").status_code == 401
