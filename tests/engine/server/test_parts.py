@@ -140,3 +140,35 @@ def test_json_body_limits():
         with pytest.raises(BodyError) as e:
             decode_json_body(body)
         assert e.value.param == param, body[:40]
+
+
+def test_gate_answers_a_bug_with_500_and_connection_close():
+    # The gate alone in front of a route with a bug; no engine is needed to exercise it.
+    import asyncio
+    from types import SimpleNamespace
+
+    import httpx
+
+    from engine.server.gate import Gate
+
+    async def buggy(scope, receive, send):
+        raise KeyError("a bug")
+
+    log = RequestLog(None)
+    written = []
+    log.write = lambda event, **f: written.append((event, f)) or {}
+    state = SimpleNamespace(auth=Authenticator([]), metrics=ServerMetrics(), log=log)
+
+    async def call():
+        transport = httpx.ASGITransport(app=Gate(buggy, state))
+        async with httpx.AsyncClient(transport=transport, base_url="http://t") as c:
+            return await c.post("/v1/chat/completions", json={})
+
+    r = asyncio.run(call())
+    assert r.status_code == 500 and r.headers["connection"] == "close"
+    assert r.json()["error"]["code"] == "internal_error" and "KeyError" in r.json()["error"][
+        "message"]
+    assert written == [("request_error", {"route": "/v1/chat/completions",
+                                          "reason": "KeyError"})]
+    assert 'engine_requests_total{route="unmatched",status="500"} 1.0' in \
+        state.metrics.render().decode()
