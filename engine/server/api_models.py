@@ -1,4 +1,5 @@
-"""Request bodies, validated strictly: an unknown key is an error that names it."""
+"""Request bodies, validated strictly: an unknown key is an error that names it, and a value
+of the wrong JSON type is never coerced ("10" is not a number, "yes" not a boolean)."""
 from __future__ import annotations
 
 from typing import Annotated, Literal, Union
@@ -13,7 +14,7 @@ _Seed = Annotated[int, Field(ge=0, le=2**63 - 1)]   # what a torch.Generator acc
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=False)
+    model_config = ConfigDict(extra="forbid", strict=True)
 
 
 class TextPart(_Strict):
@@ -31,6 +32,18 @@ class StreamOptions(_Strict):
     include_usage: bool = False
 
 
+# Up to four stop strings, as OpenAI allows; the output ends where the first one begins.
+_Stop = Union[Annotated[str, Field(min_length=1, max_length=256)],
+              Annotated[list[Annotated[str, Field(min_length=1, max_length=256)]],
+                        Field(max_length=4)]]
+
+
+def stop_list(stop: str | list[str] | None) -> list[str] | None:
+    if stop is None:
+        return None
+    return [stop] if isinstance(stop, str) else list(stop) or None
+
+
 class ChatCompletionRequest(_Strict):
     model: str
     messages: Annotated[list[ChatMessage], Field(min_length=1)]
@@ -39,11 +52,43 @@ class ChatCompletionRequest(_Strict):
     temperature: _Temp | None = None
     top_p: _TopP | None = None
     seed: _Seed | None = None
-    n: Literal[1] | None = None
+    n: Annotated[int, Field(ge=1, le=1)] | None = None   # int, not Literal: True == 1
     stream: bool = False
     stream_options: StreamOptions | None = None
     user: str | None = None
     prompt_cache_key: _Key | None = None
+    stop: _Stop | None = None
+
+
+class CompletionRequest(_Strict):
+    model: str
+    # text, token ids, or a batch of one of either (one prompt per request)
+    prompt: Union[str, Annotated[list[int], Field(min_length=1)],
+                  Annotated[list[str], Field(min_length=1, max_length=1)],
+                  Annotated[list[Annotated[list[int], Field(min_length=1)]],
+                            Field(min_length=1, max_length=1)]]
+    max_tokens: _Tokens | None = None
+    temperature: _Temp | None = None
+    top_p: _TopP | None = None
+    seed: _Seed | None = None
+    n: Annotated[int, Field(ge=1, le=1)] | None = None
+    stream: bool = False
+    stream_options: StreamOptions | None = None
+    stop: _Stop | None = None
+    user: str | None = None
+    prompt_cache_key: _Key | None = None
+
+
+class TokenizeRequest(_Strict):
+    model: str | None = None
+    prompt: str | None = None
+    messages: Annotated[list[ChatMessage], Field(min_length=1)] | None = None
+    add_generation_prompt: bool = True
+
+
+class DetokenizeRequest(_Strict):
+    model: str | None = None
+    tokens: list[Annotated[int, Field(ge=0)]]
 
 
 class InputTextPart(_Strict):

@@ -1,4 +1,4 @@
-"""The FastAPI application: routes, authentication, error shape, request metrics."""
+"""The FastAPI application: routes, the gate in front of them (engine.server.gate), error shape."""
 from __future__ import annotations
 
 from contextlib import asynccontextmanager
@@ -8,14 +8,11 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from engine.server import routes_chat, routes_engine, routes_responses
+from engine.server import (openapi, routes_chat, routes_completions, routes_engine,
+                           routes_responses, routes_tokens)
 from engine.server.errors import APIError, error_body
+from engine.server.gate import Gate
 from engine.server.state import ServerState
-
-OPEN_PATHS = frozenset({"/health"})
-# Status reveals identity and memory figures: it needs a key even when no key file is set,
-# in which case it cannot be read at all.
-ALWAYS_AUTH = frozenset({"/v1/engine/status"})
 
 
 def create_app(state: ServerState) -> FastAPI:
@@ -30,28 +27,17 @@ def create_app(state: ServerState) -> FastAPI:
         yield
 
     app = FastAPI(title="assay-engine", version=state.identity.get("engine_version", ""),
-                  docs_url=None, redoc_url=None, openapi_url=None, lifespan=lifespan)
+                  docs_url=None, redoc_url=None, openapi_url="/openapi.json",
+                  lifespan=lifespan)
     app.state.server = state
-    for r in (routes_engine.router, routes_chat.router, routes_responses.router):
+    for r in (routes_engine.router, routes_chat.router, routes_completions.router,
+              routes_responses.router, routes_tokens.router):
         app.include_router(r)
+    openapi.install(app)
 
-    @app.middleware("http")
-    async def auth_and_count(request: Request, call_next):
-        path = request.url.path
-        denied = path not in OPEN_PATHS and not state.auth.check(
-            request.headers.get("authorization"))
-        if path in ALWAYS_AUTH and not state.auth.enabled:
-            denied = True
-        if denied:
-            response = JSONResponse(error_body(
-                "invalid_api_key", "Incorrect or missing API key: send "
-                "'Authorization: Bearer KEY'."), status_code=401)
-        else:
-            response = await call_next(request)
-        route = request.scope.get("route")
-        label = getattr(route, "path", "unmatched")
-        state.metrics.requests.labels(route=label, status=str(response.status_code)).inc()
-        return response
+    # Authentication, tenant, counting, and the 500 answer to anything the handlers below
+    # do not turn into an error body.
+    app.add_middleware(Gate, state=state)
 
     @app.exception_handler(APIError)
     async def api_error(_request: Request, exc: APIError):
@@ -62,11 +48,5 @@ def create_app(state: ServerState) -> FastAPI:
         code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code,
                                                                   "invalid_request")
         return JSONResponse(error_body(code, str(exc.detail)), status_code=exc.status_code)
-
-    @app.exception_handler(Exception)
-    async def unexpected(request: Request, exc: Exception):
-        state.log.write("request_error", route=request.url.path, reason=type(exc).__name__)
-        return JSONResponse(error_body("internal_error", f"internal error: "
-                                       f"{type(exc).__name__}"), status_code=500)
 
     return app

@@ -36,13 +36,17 @@ class Authenticator:
     def primary_key(self) -> str | None:
         return self.keys[0].decode("utf-8") if self.keys else None
 
-    def check(self, authorization: str | None) -> bool:
-        if not self.keys:
-            return True
+    def match(self, authorization: str | None) -> str | None:
+        """The configured key this header presents, or None. Every key is compared, so the
+        time taken does not say which key (or how much of one) matched."""
         if not authorization or not authorization.startswith("Bearer "):
-            return False
+            return None
         given = authorization[len("Bearer "):].strip().encode("utf-8")
-        ok = False
+        found = None
         for k in self.keys:
-            ok |= hmac.compare_digest(given, k)
-        return ok
+            if hmac.compare_digest(given, k):
+                found = k
+        return found.decode("utf-8") if found is not None else None
+
+    def check(self, authorization: str | None) -> bool:
+        return not self.keys or self.match(authorization) is not None

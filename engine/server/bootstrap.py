@@ -70,7 +70,7 @@ def build_state(profile: Profile) -> ServerState:
         profile=profile, llm=llm, auth=Authenticator(keys),
         responses=ResponseStore(p["response_store"]["max_responses"],
                                 int(p["response_store"]["max_mib"] * MIB)),
-        log=log, metrics=ServerMetrics(llm.status), identity=identity,
+        log=log, metrics=ServerMetrics(llm.status, p["model"]["name"]), identity=identity,
         admission=decision.as_dict(), checkpoints=ck,
         stop_token_ids=stop_token_ids(llm.tokenizer, str(model_dir)))
     log.write("server_start", admitted=True, admission=decision.as_dict(), identity=identity,

@@ -14,12 +14,13 @@ FALLBACK_DESCRIPTION = ("each message as `<|ROLE|>\\nCONTENT\\n`, then `<|assist
                         "to open the reply")
 
 
-def fallback_template(messages: list[dict[str, str]]) -> str:
+def fallback_template(messages: list[dict[str, str]], add_generation_prompt: bool = True) -> str:
     parts = [f"<|{m['role']}|>\n{m['content']}\n" for m in messages]
-    return "".join(parts) + "<|assistant|>\n"
+    return "".join(parts) + ("<|assistant|>\n" if add_generation_prompt else "")
 
 
-def render_chat(tokenizer: Any, model_dir: str | None, messages: list[dict[str, str]]) -> str:
+def render_chat(tokenizer: Any, model_dir: str | None, messages: list[dict[str, str]],
+                add_generation_prompt: bool = True) -> str:
     if model_dir is not None:
         try:
             from engine.model.chat import render_chat as engine_render
@@ -27,15 +28,16 @@ def render_chat(tokenizer: Any, model_dir: str | None, messages: list[dict[str, 
             engine_render = None
         if engine_render is not None:
             try:
-                return engine_render(model_dir, messages, add_generation_prompt=True)
+                return engine_render(model_dir, messages,
+                                     add_generation_prompt=add_generation_prompt)
             except ValueError as e:  # the template rejected these messages (e.g. role order)
                 raise APIError("invalid_request", str(e), "messages") from None
     apply = getattr(tokenizer, "apply_chat_template", None)
     if apply is not None:
-        text = apply(messages, add_generation_prompt=True)
+        text = apply(messages, add_generation_prompt=add_generation_prompt)
         if isinstance(text, str) and text:
             return text
-    return fallback_template(messages)
+    return fallback_template(messages, add_generation_prompt)
 
 
 def stop_token_ids(tokenizer: Any, model_dir: str) -> list[int]:

@@ -8,7 +8,9 @@ Layout under the checkpoint directory (one folder per session, named by the sha2
     <sha256(session)>/<generation>/manifest.json   written last; digests of the two files above
 
 A checkpoint is `available`, `missing`, `incompatible` (another identity or origin key) or
-`corrupt` (anything that does not verify). Only an available one is ever restored.
+`corrupt` (anything that does not verify). Only an available one is ever restored, and only
+into the session it was saved from: `current` must name a generation folder directly inside
+the session's own folder, and the manifest must name that session.
 """
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ import hashlib
 import hmac
 import json
 import os
+import re
 import shutil
 import threading
 import time
@@ -29,6 +32,8 @@ from engine.digests import canonical_json, file_sha256
 FORMAT = "assay-engine-checkpoint/v1"
 _ORIGIN_CONTEXT = b"assay-engine/checkpoint-origin/v1"
 _FILES = ("tensors.safetensors", "tokens.json")
+# What save() names a generation: no separator, no "..", nothing that leaves the session folder.
+_GENERATION = re.compile(r"g[0-9]{20}-[0-9a-f]{8}")
 
 
 class CheckpointError(Exception):
@@ -44,6 +49,7 @@ class CheckpointInfo:
     status: str                              # available | missing | incompatible | corrupt
     reason: str = ""
     manifest: dict[str, Any] | None = None
+    generation: str | None = None            # the folder `current` named, once it verified
 
     def public(self, session: str) -> dict[str, Any]:
         m = self.manifest or {}
@@ -151,7 +157,16 @@ class CheckpointStore:
             return CheckpointInfo("missing")
         try:
             gen = cur.read_text(encoding="ascii").strip()
-            manifest = json.loads((sdir / gen / "manifest.json").read_bytes())
+        except (OSError, ValueError) as e:
+            return CheckpointInfo("corrupt", f"current unreadable: {type(e).__name__}")
+        gdir = sdir / gen
+        # `current` is data read from disk: it may only name a generation of this session.
+        if (not _GENERATION.fullmatch(gen) or gdir.is_symlink()
+                or gdir.resolve().parent != sdir.resolve()):
+            return CheckpointInfo("corrupt", "current does not name a generation of this "
+                                  "session")
+        try:
+            manifest = json.loads((gdir / "manifest.json").read_bytes())
         except (OSError, ValueError) as e:
             return CheckpointInfo("corrupt", f"manifest unreadable: {type(e).__name__}")
         if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
@@ -162,17 +177,19 @@ class CheckpointStore:
                 return CheckpointInfo("incompatible", "saved under another origin key", manifest)
             if not hmac.compare_digest(str(origin.get("hmac", "")), self._mac(manifest)):
                 return CheckpointInfo("corrupt", "manifest authentication failed", manifest)
+        if manifest.get("session_sha256") != sdir.name:
+            return CheckpointInfo("corrupt", "manifest belongs to another session", manifest)
         if manifest.get("identity") != self.identity:
             diff = sorted(k for k in set(self.identity) | set(manifest.get("identity") or {})
                           if (manifest.get("identity") or {}).get(k) != self.identity.get(k))
             return CheckpointInfo("incompatible", "identity differs: " + ", ".join(diff), manifest)
         for name, digest in (manifest.get("files") or {}).items():
-            p = sdir / gen / name
+            p = gdir / name
             if name not in _FILES or not p.is_file() or file_sha256(p) != digest:
                 return CheckpointInfo("corrupt", f"{name} does not match its digest", manifest)
         if set(manifest.get("files") or {}) != set(_FILES):
             return CheckpointInfo("corrupt", "manifest lists the wrong files", manifest)
-        return CheckpointInfo("available", "", manifest)
+        return CheckpointInfo("available", "", manifest, gen)
 
     def load(self, session: str) -> tuple[CheckpointInfo, LoadedCheckpoint | None]:
         """Verify, then read; anything that fails to read makes the checkpoint corrupt."""
@@ -180,7 +197,9 @@ class CheckpointStore:
         info = self.inspect(session)
         if info.status != "available":
             return info, None
-        gdir = self._session_dir(session) / (self._session_dir(session) / "current").read_text().strip()
+        # the generation inspect() verified, not a second read of `current`, which may have
+        # been replaced meanwhile
+        gdir = self._session_dir(session) / info.generation
         try:
             tokens = json.loads((gdir / "tokens.json").read_bytes())
             tensors = load_file(str(gdir / "tensors.safetensors"))

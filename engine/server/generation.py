@@ -12,6 +12,7 @@ from engine.server.checkpoints import CheckpointError
 from engine.server.errors import APIError
 from engine.server.request_log import text_digest
 from engine.server.sessions import restore_session, save_session
+from engine.server.stop_strings import StopStrings
 from engine.server.state import ServerState
 
 
@@ -67,7 +68,8 @@ def _engine_run_s(stats: dict, prefilled: int, generated: int) -> float:
 
 class Generation:
     def __init__(self, state: ServerState, *, route: str, prompt_ids: list[int],
-                 params: SamplingParams, session: str | None, arrived: float, prompt_text: str):
+                 params: SamplingParams, session: str | None, arrived: float, prompt_text: str,
+                 stop: list[str] | None = None):
         self.state, self.route, self.session = state, route, session
         self.prompt_ids, self.params = prompt_ids, params
         self.arrived, self.prompt_digest = arrived, text_digest(prompt_text)
@@ -76,8 +78,11 @@ class Generation:
         self._first: int | None = None
         self._times: list[float] = []
         self._ended = False
+        self._abort_requested = False
         self.checkpoint: str | None = None
         self.detok = Detokenizer(state.tokenizer, set(params.stop_token_ids or ()))
+        self.stop = StopStrings(stop) if stop else None
+        self._shown: list[str] = []
 
     def open(self) -> None:
         """Blocking: claim the session, restore it, submit, wait for the first token."""
@@ -89,6 +94,8 @@ class Generation:
             self.submitted = time.time()
             try:
                 self.handle = st.llm.submit(self.prompt_ids, self.params, session=self.session)
+                if self._abort_requested:  # the client left while this was being submitted
+                    self.handle.cancel()
             except QueueFull as e:
                 self._reject("server_overloaded", str(e))
             except AdmissionError as e:
@@ -115,6 +122,27 @@ class Generation:
         raise APIError(code, message, param)
 
     def deltas(self) -> Iterator[str]:
+        """The output text as it comes, cut at the first stop string (the engine request is
+        then cancelled: nothing after it is wanted)."""
+        for d in self._token_deltas():
+            if self.stop is not None:
+                d = self.stop.feed(d)
+            if d:
+                self._shown.append(d)
+                yield d
+            if self.stop is not None and self.stop.hit:
+                self.handle.cancel()
+                return
+        tail = self.stop.flush() if self.stop is not None else ""
+        if tail:
+            self._shown.append(tail)
+            yield tail
+
+    def text(self) -> str:
+        """The whole output text: what deltas() gave, exactly when a stop string cut it."""
+        return "".join(self._shown) if self.stop is not None else self.detok.text()
+
+    def _token_deltas(self) -> Iterator[str]:
         if self._first is None:
             return
         d = self.detok.push(self._first)
@@ -143,9 +171,13 @@ class Generation:
         run_s = _engine_run_s(stats, len(self.prompt_ids) - int(res.cached_tokens), len(ids))
         st.metrics.observe_tokens(first - self.arrived, gaps)
         st.metrics.observe_spec(spec)
-        out = Outcome(text=self.detok.text(), finish_reason=res.finish_reason,
+        reason = "stop" if self.stop is not None and self.stop.hit else res.finish_reason
+        out = Outcome(text=self.text(), finish_reason=reason,
                       prompt_tokens=int(res.prompt_tokens), completion_tokens=len(ids),
                       cached_tokens=int(res.cached_tokens))
+        if self._ended:  # aborted: abort() has logged and accounted for it; nobody listens
+            return out
+        st.metrics.observe_request(out.prompt_tokens, out.completion_tokens, ended - self.arrived)
         saved = self._auto_save(len(self.prompt_ids) + len(ids))
         st.log.write("request_done", id=self.request_id, route=self.route,
                      finish_reason=out.finish_reason, prompt_tokens=out.prompt_tokens,
@@ -179,6 +211,10 @@ class Generation:
         """Client went away or the server failed mid-request: cancel and account once."""
         if self._ended:
             return
+        # open() may be submitting on another thread: it reads this flag after setting
+        # self.handle, and this reads self.handle after setting the flag, so one of the two
+        # cancels the engine request.
+        self._abort_requested = True
         if self.handle is not None:
             self.handle.cancel()
         self.state.log.write("request_error", id=self.request_id, route=self.route,

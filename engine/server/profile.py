@@ -27,6 +27,7 @@ DEFAULTS: dict[str, Any] = {
     "max_pending_requests": 64,
     "pending_timeout_ms": 30000,
     "max_request_bytes": 1048576,
+    "unknown_parameters": "strict",
     "speculative": {"backend": "none", "draft_tokens": 7},
     "admission_headroom_mib": 256,
     "host_memory_mib": 4096,

@@ -1,7 +1,6 @@
 """Reading a JSON body into a strict model; every failure becomes a typed API error."""
 from __future__ import annotations
 
-import json
 from typing import TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -9,9 +8,14 @@ from starlette.requests import Request
 
 from engine.runtime.sampling import SamplingParams
 from engine.server.errors import APIError
+from engine.server.json_body import BodyError, decode_json_body
 from engine.server.state import ServerState
 
 M = TypeVar("M", bound=BaseModel)
+# The engine samples in float32, where a temperature or top_p this small (1e-320 is a valid
+# JSON number in range) rounds to 0: the logits overflow to inf, or no token is kept. Either
+# setting below it picks the most likely token anyway, so the request samples greedily.
+GREEDY_BELOW = 1e-5
 
 
 def _param(loc: tuple) -> str:
@@ -19,6 +23,61 @@ def _param(loc: tuple) -> str:
     for part in loc:
         out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
     return out
+
+
+# Top-level parameters that lenient mode must not drop when they ask for something: ignoring
+# them would answer a different question than the one asked (another output format, no
+# log-probabilities, other sampling). Each maps to the values that ask for nothing.
+UNHONOURED: dict[str, tuple] = {
+    "response_format": ({"type": "text"},), "logprobs": (False, None), "top_logprobs": (0, None),
+    "tools": ([], None), "functions": ([], None), "echo": (False, None), "suffix": (None, ""),
+    "best_of": (1, None), "presence_penalty": (0, 0.0, None), "frequency_penalty": (0, 0.0, None),
+    "logit_bias": ({}, None), "repetition_penalty": (1, 1.0, None),
+}
+
+
+def _refuse_unhonoured(model: type[M], data: dict) -> None:
+    for name, neutral in UNHONOURED.items():
+        if name in data and name not in model.model_fields and not any(
+                data[name] == v and type(data[name]) is type(v) for v in neutral):
+            raise APIError("invalid_request", f"'{name}' is not supported by this server "
+                           f"(only {', '.join(map(repr, neutral))}); it is refused rather than "
+                           f"ignored, since ignoring it would change the answer", name)
+
+
+def _drop_unknown(model: type[M], data: dict) -> list[str]:
+    """The lenient profile: remove every key the model does not define, at any depth; returns
+    their paths. Validation names them; each round removes what it named."""
+    ignored: list[str] = []
+    for _ in range(16):  # bounded: each round removes at least one key
+        try:
+            model.model_validate(data, strict=True)
+            break
+        except ValidationError as e:
+            extra = [x["loc"] for x in e.errors() if x["type"] == "extra_forbidden"]
+        if not extra:
+            break
+        removed = 0
+        for loc in map(_clean, extra):
+            parent = data
+            try:
+                for part in loc[:-1]:
+                    parent = parent[part]
+            except (KeyError, IndexError, TypeError):
+                continue
+            if isinstance(parent, dict) and loc[-1] in parent:
+                del parent[loc[-1]]
+                ignored.append(_param(loc))
+                removed += 1
+        if not removed:
+            break
+    return ignored
+
+
+def _clean(loc: tuple) -> tuple:
+    """A pydantic error location without its union-branch tags ("str", "list[TextPart]")."""
+    return tuple(p for p in loc if not (isinstance(p, str) and (
+        "[" in p or "-" in p or p in ("str", "list", "int"))))
 
 
 async def parse_body(request: Request, model: type[M], max_bytes: int) -> M:
@@ -33,20 +92,23 @@ async def parse_body(request: Request, model: type[M], max_bytes: int) -> M:
             raise APIError("request_too_large", f"request body exceeds the limit of "
                            f"{max_bytes} bytes")
     try:
-        data = json.loads(body)
-    except (ValueError, UnicodeDecodeError) as e:
-        raise APIError("invalid_request", f"request body is not valid JSON: {e}") from None
-    if not isinstance(data, dict):
-        raise APIError("invalid_request", "request body must be a JSON object")
+        data = decode_json_body(body)
+    except BodyError as e:
+        raise APIError("invalid_request", e.message, e.param) from None
+    st = request.app.state.server
+    if st.profile["unknown_parameters"] == "lenient":
+        _refuse_unhonoured(model, data)
+        ignored = _drop_unknown(model, data)
+        if ignored:
+            st.log.write("parameters_ignored", route=request.url.path, params=ignored)
     try:
-        return model.model_validate(data)
+        # strict: a string is never coerced to a number or a boolean ("10", "yes")
+        return model.model_validate(data, strict=True)
     except ValidationError as e:
         errs = e.errors()
         # An unknown key is the most useful thing to name, whatever else is wrong.
         err = next((x for x in errs if x["type"] == "extra_forbidden"), errs[0])
-        loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and
-                                                  ("[" in p or p in ("str", "list"))))
-        param = _param(loc) or None
+        param = _param(_clean(err["loc"])) or None
         if err["type"] == "extra_forbidden":
             raise APIError("unknown_parameter", f"Unrecognized request argument supplied: "
                            f"{param}", param) from None
@@ -73,7 +135,10 @@ def sampling_params(state: ServerState, prompt_len: int, max_tokens: int | None,
         raise APIError("context_length_exceeded", f"{prompt_len} prompt tokens + {max_tokens} "
                        f"requested output tokens exceed the maximum context length of {ctx} "
                        f"tokens", max_param)
-    return SamplingParams(max_new_tokens=max_tokens or room,
-                          temperature=1.0 if temperature is None else temperature,
-                          top_p=1.0 if top_p is None else top_p, seed=seed,
+    temperature = 1.0 if temperature is None else temperature
+    top_p = 1.0 if top_p is None else top_p
+    if temperature < GREEDY_BELOW or top_p < GREEDY_BELOW:
+        temperature, top_p = 0.0, 1.0
+    return SamplingParams(max_new_tokens=max_tokens or room, temperature=temperature,
+                          top_p=top_p, seed=seed,
                           stop_token_ids=list(state.stop_token_ids))

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 EVENTS = ("server_start", "request_start", "request_done", "request_rejected", "request_error",
-          "shutdown")
+          "parameters_ignored", "shutdown")
 
 
 def text_digest(text: str) -> str:

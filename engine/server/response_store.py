@@ -1,7 +1,8 @@
 """Stored responses for previous_response_id chaining, bounded by count and bytes.
 
 Each entry keeps the whole conversation (every input item up to this turn and its output),
-so deleting a parent never breaks a descendant.
+so deleting a parent never breaks a descendant. Each entry belongs to the tenant that made it
+(engine.server.tenancy): to any other tenant it does not exist.
 """
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ class StoredResponse:
     response: dict[str, Any]            # the Response object as returned to the client
     input_items: list[dict[str, Any]]   # the whole conversation's input items, with ids
     conversation: list[dict[str, Any]] = field(default_factory=list)  # messages incl. outputs
+    owner: str = ""                     # the tenant that made it
     size: int = 0
 
 
@@ -44,16 +46,20 @@ class ResponseStore:
                 self._bytes -= gone.size
                 self.evicted += 1
 
-    def get(self, rid: str) -> StoredResponse | None:
+    def get(self, rid: str, owner: str) -> StoredResponse | None:
+        """The entry when `owner` made it; None when it is unknown or another tenant's."""
         with self._lock:
-            return self._items.get(rid)
+            entry = self._items.get(rid)
+            return entry if entry is not None and entry.owner == owner else None
 
-    def delete(self, rid: str) -> bool:
+    def delete(self, rid: str, owner: str) -> bool:
         with self._lock:
-            gone = self._items.pop(rid, None)
-            if gone is not None:
-                self._bytes -= gone.size
-            return gone is not None
+            entry = self._items.get(rid)
+            if entry is None or entry.owner != owner:
+                return False
+            del self._items[rid]
+            self._bytes -= entry.size
+            return True
 
     def stats(self) -> dict[str, int]:
         with self._lock:

@@ -7,13 +7,14 @@ from typing import Iterator
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
-from starlette.concurrency import run_in_threadpool
 
-from engine.server.api_models import ChatCompletionRequest, content_text
+from engine.server.api_models import ChatCompletionRequest, content_text, stop_list
 from engine.server.chat_format import render_chat
+from engine.server.disconnect import run_unless_disconnected
 from engine.server.generation import Generation, Outcome
 from engine.server.request_body import check_model, parse_body, sampling_params
 from engine.server.sse import DONE, event_stream, sse_data
+from engine.server.tenancy import request_tenant, session_key
 
 router = APIRouter()
 
@@ -35,7 +36,7 @@ def run_to_end(gen: Generation) -> tuple[str, Outcome]:
     try:
         for _ in gen.deltas():
             pass
-        return gen.detok.text(), gen.finish()
+        return gen.text(), gen.finish()
     except BaseException:
         gen.abort("server_error")
         raise
@@ -55,11 +56,12 @@ async def chat_completions(request: Request):
     params = sampling_params(st, len(ids), max_tokens, req.temperature, req.top_p, req.seed,
                              max_param)
     gen = Generation(st, route="/v1/chat/completions", prompt_ids=ids, params=params,
-                     session=req.prompt_cache_key, arrived=arrived, prompt_text=prompt)
-    await run_in_threadpool(gen.open)
+                     session=session_key(request_tenant(request), req.prompt_cache_key),
+                     arrived=arrived, prompt_text=prompt, stop=stop_list(req.stop))
+    await run_unless_disconnected(request, gen, gen.open)
     cid, created = "chatcmpl-" + uuid.uuid4().hex[:24], int(arrived)
     if not req.stream:
-        text, out = await run_in_threadpool(run_to_end, gen)
+        text, out = await run_unless_disconnected(request, gen, run_to_end, gen)
         return JSONResponse({
             "id": cid, "object": "chat.completion", "created": created, "model": st.model_name,
             "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
@@ -86,4 +88,4 @@ async def chat_completions(request: Request):
             yield sse_data({**base, "choices": [], "usage": _usage(out)})
         yield DONE
 
-    return event_stream(gen, events())
+    return event_stream(gen, events(), lambda err: sse_data(err) + DONE)

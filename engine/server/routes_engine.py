@@ -12,6 +12,7 @@ from engine.server.errors import APIError
 from engine.server.metrics import pool_usage
 from engine.server.request_body import parse_body
 from engine.server.sessions import save_session
+from engine.server.tenancy import request_tenant, session_key
 
 router = APIRouter()
 
@@ -86,10 +87,11 @@ async def save_checkpoint(request: Request):
     st = request.app.state.server
     body = await parse_body(request, CheckpointRequest, st.profile["max_request_bytes"])
     _store(st)
-    if st.session_busy(body.session):
+    session = session_key(request_tenant(request), body.session)
+    if st.session_busy(session):
         raise APIError("session_busy", "a request is using this session; save it when it "
                        "finishes", "session")
-    m = await run_in_threadpool(save_session, st, body.session)
+    m = await run_in_threadpool(save_session, st, session)
     return {"session": body.session, "status": "available", "tokens": m["token_count"],
             "bytes": m["bytes"], "created_at": m["created_at"]}
 
@@ -97,11 +99,12 @@ async def save_checkpoint(request: Request):
 @router.get("/v1/engine/checkpoints/{session}")
 async def get_checkpoint(session: str, request: Request):
     store = _store(request.app.state.server)
-    info = await run_in_threadpool(store.inspect, session)
+    info = await run_in_threadpool(store.inspect, session_key(request_tenant(request), session))
     return info.public(session)
 
 
 @router.delete("/v1/engine/checkpoints/{session}")
 async def delete_checkpoint(session: str, request: Request):
     store = _store(request.app.state.server)
-    return {"session": session, "deleted": await run_in_threadpool(store.delete, session)}
+    deleted = await run_in_threadpool(store.delete, session_key(request_tenant(request), session))
+    return {"session": session, "deleted": deleted}

@@ -7,16 +7,17 @@ from typing import Any, Iterator
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
-from starlette.concurrency import run_in_threadpool
 
 from engine.server.api_models import ResponsesRequest, content_text
 from engine.server.chat_format import render_chat
+from engine.server.disconnect import run_unless_disconnected
 from engine.server.errors import APIError
 from engine.server.generation import Generation, Outcome
 from engine.server.request_body import check_model, parse_body, sampling_params
 from engine.server.response_store import StoredResponse
 from engine.server.routes_chat import run_to_end
 from engine.server.sse import ResponsesEventWriter, event_stream
+from engine.server.tenancy import request_tenant, session_key
 
 router = APIRouter()
 
@@ -67,10 +68,11 @@ async def create_response(request: Request):
     st = request.app.state.server
     req = await parse_body(request, ResponsesRequest, st.profile["max_request_bytes"])
     check_model(st, req.model)
+    tenant = request_tenant(request)
     history: list[dict[str, Any]] = []
     prior_items: list[dict[str, Any]] = []
     if req.previous_response_id is not None:
-        parent = st.responses.get(req.previous_response_id)
+        parent = st.responses.get(req.previous_response_id, tenant)
         if parent is None:
             raise APIError("previous_response_not_found", f"Previous response with id "
                            f"'{req.previous_response_id}' not found.", "previous_response_id")
@@ -85,22 +87,23 @@ async def create_response(request: Request):
     params = sampling_params(st, len(ids), req.max_output_tokens, req.temperature, req.top_p,
                              None, "max_output_tokens")
     gen = Generation(st, route="/v1/responses", prompt_ids=ids, params=params,
-                     session=req.prompt_cache_key, arrived=arrived, prompt_text=prompt)
-    await run_in_threadpool(gen.open)
+                     session=session_key(tenant, req.prompt_cache_key), arrived=arrived,
+                     prompt_text=prompt)
+    await run_unless_disconnected(request, gen, gen.open)
     rid, mid, created = _new_id("resp"), _new_id("msg"), int(arrived)
 
     def complete(text: str, out: Outcome) -> dict[str, Any]:
         status = "incomplete" if out.finish_reason == "length" else "completed"
         item = _message_item(mid, text, "completed" if status == "completed" else "incomplete")
         resp = _response_obj(rid, created, st, req, status, [item], out)
-        if req.store:
+        if req.store and out.finish_reason != "cancelled":  # cancelled: its client left
             st.responses.put(rid, StoredResponse(
                 response=resp, input_items=prior_items + new_items,
-                conversation=convo + [{"role": "assistant", "content": text}]))
+                conversation=convo + [{"role": "assistant", "content": text}], owner=tenant))
         return resp
 
     if not req.stream:
-        text, out = await run_in_threadpool(run_to_end, gen)
+        text, out = await run_unless_disconnected(request, gen, run_to_end, gen)
         return JSONResponse(complete(text, out))
 
     ev = ResponsesEventWriter()
@@ -117,7 +120,7 @@ async def create_response(request: Request):
         for d in gen.deltas():
             yield ev("response.output_text.delta", item_id=mid, output_index=0,
                      content_index=0, delta=d, logprobs=[])
-        text = gen.detok.text()
+        text = gen.text()
         out = gen.finish()
         resp = complete(text, out)
         yield ev("response.output_text.done", item_id=mid, output_index=0,
@@ -128,11 +131,11 @@ async def create_response(request: Request):
         yield ev("response.completed" if resp["status"] == "completed"
                  else "response.incomplete", response=resp)
 
-    return event_stream(gen, events())
+    return event_stream(gen, events(), lambda err: ev("error", **err["error"]))
 
 
-def _stored(st, rid: str) -> StoredResponse:
-    entry = st.responses.get(rid)
+def _stored(request: Request, rid: str) -> StoredResponse:
+    entry = request.app.state.server.responses.get(rid, request_tenant(request))
     if entry is None:
         raise APIError("response_not_found", f"Response with id '{rid}' not found.", "id")
     return entry
@@ -140,20 +143,19 @@ def _stored(st, rid: str) -> StoredResponse:
 
 @router.get("/v1/responses/{rid}")
 async def get_response(rid: str, request: Request):
-    return _stored(request.app.state.server, rid).response
+    return _stored(request, rid).response
 
 
 @router.delete("/v1/responses/{rid}")
 async def delete_response(rid: str, request: Request):
-    st = request.app.state.server
-    _stored(st, rid)
-    st.responses.delete(rid)
+    _stored(request, rid)
+    request.app.state.server.responses.delete(rid, request_tenant(request))
     return {"id": rid, "object": "response.deleted", "deleted": True}
 
 
 @router.get("/v1/responses/{rid}/input_items")
 async def input_items(rid: str, request: Request):
-    items = _stored(request.app.state.server, rid).input_items
+    items = _stored(request, rid).input_items
     return {"object": "list", "data": items, "has_more": False,
             "first_id": items[0]["id"] if items else None,
             "last_id": items[-1]["id"] if items else None}

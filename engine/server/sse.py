@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, AsyncIterator, Callable, Iterator
 
 DONE = b"data: [DONE]\n\n"
 
@@ -31,19 +31,43 @@ class ResponsesEventWriter:
         return sse_event(event_type, payload)
 
 
-def event_stream(gen, events):
-    """An SSE response over `events`; the generation is aborted when the client goes away or a
-    step fails, so its KV blocks and its slot are given back at once."""
+def event_stream(gen, events: Iterator[bytes],
+                 error_event: Callable[[dict[str, Any]], bytes]) -> Any:
+    """An SSE response over `events`, a blocking iterator stepped on worker threads.
+
+    When the client goes away, the server cancels this response's task: the engine request is
+    cancelled and its session released at once, not when the abandoned iterator is collected.
+    A step that fails ends the stream with `error_event` (the OpenAI error body) and a proper
+    end of the chunked body, so the client learns why and its connection stays usable."""
     from fastapi.responses import StreamingResponse
+    from starlette.concurrency import run_in_threadpool
 
-    def guarded():
+    from engine.server.errors import error_body
+
+    end = object()
+
+    async def body() -> AsyncIterator[bytes]:
+        finished = False
         try:
-            yield from events
-        except GeneratorExit:
-            gen.abort("client_disconnected")
-            raise
-        except BaseException:
-            gen.abort("server_error")
-            raise
+            while True:
+                try:
+                    chunk = await run_in_threadpool(next, events, end)
+                except Exception as e:  # noqa: BLE001 - any failure of a step ends the stream
+                    gen.abort("server_error")
+                    finished = True
+                    yield error_event(error_body("internal_error",
+                                                 f"internal error: {type(e).__name__}"))
+                    return
+                if chunk is end:
+                    finished = True
+                    return
+                yield chunk
+        finally:
+            if not finished:  # cancelled: the client disconnected, or the server is stopping
+                gen.abort("client_disconnected")
+            close = getattr(events, "close", None)
+            if close is not None:
+                close()
 
-    return StreamingResponse(guarded(), media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
+    return StreamingResponse(body(), media_type="text/event-stream",
+                             headers={"Cache-Control": "no-cache"})

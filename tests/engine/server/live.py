@@ -33,13 +33,13 @@ def base_profile(model_dir: Path) -> dict:
 
 class Server:
     def __init__(self, workdir: Path, profile: dict, key: str | None = KEY,
-                 extra_args: tuple[str, ...] = ()):
+                 extra_args: tuple[str, ...] = (), extra_keys: tuple[str, ...] = ()):
         self.workdir = workdir
         workdir.mkdir(parents=True, exist_ok=True)
         self.key = key
         profile = json.loads(json.dumps(profile))
         if key is not None:
-            (workdir / "keys").write_text(key + "\n")
+            (workdir / "keys").write_text("".join(k + "\n" for k in (key, *extra_keys)))
             profile["api_key_file"] = "keys"
         profile.setdefault("request_log", "requests.jsonl")
         self.profile_path = workdir / "profile.json"
@@ -96,8 +96,8 @@ class Server:
             return []
         return [json.loads(ln) for ln in self.log_path.read_text().splitlines() if ln]
 
-    def client(self, **kw) -> httpx.Client:
-        return httpx.Client(base_url=self.url, headers=self.headers, timeout=60, **kw)
+    def client(self, headers: dict | None = None, **kw) -> httpx.Client:
+        return httpx.Client(base_url=self.url, headers=headers or self.headers, timeout=60, **kw)
 
     def __enter__(self):
         return self.start()

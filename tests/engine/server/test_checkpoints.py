@@ -97,3 +97,42 @@ def test_delete(tmp_path):
     assert s.delete("k") is True
     assert s.delete("k") is False
     assert s.inspect("k").status == "missing"
+
+
+@pytest.mark.parametrize("key", [None, origin_key("key-one")], ids=["plain", "origin-auth"])
+def test_current_pointing_at_another_session_is_refused(tmp_path, key):
+    s = CheckpointStore(tmp_path, IDENT, 1 << 20, key)
+    s.save("victim", [7, 8, 9], _tensors())
+    s.save("attacker", [1], _tensors())
+    victim = _gen_dir(s, "victim")
+    cur = s._session_dir("attacker") / "current"
+    cur.write_text(f"../{victim.parent.name}/{victim.name}")
+    info, ck = s.load("attacker")
+    assert info.status == "corrupt" and ck is None
+    assert "generation of this session" in info.reason
+    # absolute paths and symlinked generation folders are refused the same way
+    cur.write_text(str(victim))
+    assert s.inspect("attacker").status == "corrupt"
+    link = s._session_dir("attacker") / ("g" + "0" * 20 + "-" + "a" * 8)
+    link.symlink_to(victim, target_is_directory=True)
+    cur.write_text(link.name)
+    assert s.load("attacker")[0].status == "corrupt"
+    assert s.load("victim")[1].token_ids == [7, 8, 9]
+
+
+@pytest.mark.parametrize("key", [None, origin_key("key-one")], ids=["plain", "origin-auth"])
+def test_generation_copied_from_another_session_is_refused(tmp_path, key):
+    # a whole generation folder moved under another session's folder verifies (even its MAC:
+    # the same key made it), but the manifest names the session it was saved from
+    import shutil
+    s = CheckpointStore(tmp_path, IDENT, 1 << 20, key)
+    s.save("victim", [7, 8, 9], _tensors())
+    s.save("attacker", [1], _tensors())
+    victim = _gen_dir(s, "victim")
+    adir = s._session_dir("attacker")
+    shutil.rmtree(_gen_dir(s, "attacker"))
+    shutil.copytree(victim, adir / victim.name)
+    (adir / "current").write_text(victim.name)
+    info, ck = s.load("attacker")
+    assert info.status == "corrupt" and ck is None
+    assert info.reason == "manifest belongs to another session"

@@ -3,7 +3,8 @@ import hashlib
 
 import pytest
 
-from tests.engine.server.live import Server, base_profile
+from engine.server.tenancy import session_key, tenant_id
+from tests.engine.server.live import KEY, Server, base_profile
 
 pytestmark = pytest.mark.slow
 
@@ -21,8 +22,10 @@ def _chat(c, messages, key=None, **kw):
     return j["choices"][0]["message"]["content"], j["usage"]
 
 
-def _gen_dir(ckdir, session):
-    sdir = ckdir / hashlib.sha256(session.encode()).hexdigest()
+def _gen_dir(ckdir, session, key=KEY):
+    # checkpoints are kept per tenant: the folder is named by the tenant-scoped session key
+    scoped = session_key(tenant_id(key), session)
+    sdir = ckdir / hashlib.sha256(scoped.encode()).hexdigest()
     return sdir / (sdir / "current").read_text()
 
 
@@ -82,7 +85,10 @@ def test_other_origin_key_is_incompatible(profile, tmp_path):
     with Server(tmp_path / "a", prof) as a, a.client() as c:
         _chat(c, FIRST, key="keyed")
         assert c.post("/v1/engine/checkpoints", json={"session": "keyed"}).status_code == 200
-    with Server(tmp_path / "b", prof, key="a-different-key") as b, b.client() as c:
+    # The same caller (same key, so the same tenant) on a server whose origin key, the first
+    # key of its file, is another one.
+    with Server(tmp_path / "b", prof, key="a-different-key", extra_keys=(KEY,)) as b, \
+            b.client(headers={"Authorization": f"Bearer {KEY}"}) as c:
         st = c.get("/v1/engine/checkpoints/keyed").json()
         assert st["status"] == "incompatible"
         _, usage = _chat(c, FIRST + [{"role": "user", "content": "more"}], key="keyed")

@@ -12,21 +12,29 @@ from engine.server.response_store import ResponseStore, StoredResponse
 from engine.server.sse import DONE, ResponsesEventWriter, sse_data
 
 
-def _entry(n):
-    return StoredResponse(response={"id": n, "pad": "x" * 100}, input_items=[])
+def _entry(n, owner="t1"):
+    return StoredResponse(response={"id": n, "pad": "x" * 100}, input_items=[], owner=owner)
 
 
 def test_store_bounds_by_count_and_bytes():
     s = ResponseStore(max_responses=2, max_bytes=10_000)
     for i in range(3):
         s.put(f"r{i}", _entry(i))
-    assert s.get("r0") is None and s.get("r2") is not None
+    assert s.get("r0", "t1") is None and s.get("r2", "t1") is not None
     assert s.stats()["evicted"] == 1
     small = ResponseStore(max_responses=100, max_bytes=300)
     for i in range(5):
         small.put(f"r{i}", _entry(i))
-    assert small.stats()["bytes"] <= 300 and small.get("r4") is not None
-    assert small.delete("r4") and not small.delete("r4")
+    assert small.stats()["bytes"] <= 300 and small.get("r4", "t1") is not None
+    assert small.delete("r4", "t1") and not small.delete("r4", "t1")
+
+
+def test_store_entries_belong_to_their_tenant():
+    s = ResponseStore(max_responses=10, max_bytes=10_000)
+    s.put("r1", _entry(1, owner="t1"))
+    assert s.get("r1", "t2") is None
+    assert s.delete("r1", "t2") is False
+    assert s.get("r1", "t1").response["id"] == 1 and s.stats()["responses"] == 1
 
 
 def test_sse_framing():
@@ -96,3 +104,71 @@ def test_admission_arithmetic():
     assert auto.kv_capacity_tokens == 48 and auto.admitted       # 500 B spare: 3 blocks of 160 B
     assert not decide(free_bytes=1600, kv_capacity="auto", **kw).admitted
     assert "weights 1000 B" in fixed.message() and "headroom 500 B" in fixed.message()
+
+
+def _stop_run(stops, deltas):
+    from engine.server.stop_strings import StopStrings
+    s = StopStrings(stops)
+    shown = [s.feed(d) for d in deltas] + [s.flush()]
+    return shown, s.hit
+
+
+def test_stop_strings_hold_back_only_possible_starts():
+    assert _stop_run(["END"], ["abc E", "N", "D more"]) == (["abc ", "", "", ""], True)
+    # "EN" was held back; when it does not become "END" it is released whole
+    assert _stop_run(["END"], ["abc E", "N", "x"]) == (["abc ", "", "ENx", ""], False)
+    assert _stop_run(["\n\n", "stop"], ["a\n", "b st", "op!"]) == (["a", "\nb ", "", ""], True)
+    assert _stop_run(["zz", "y"], ["xyzz"]) == (["x", ""], True)   # the earliest stop wins
+    assert _stop_run(["END"], ["abc E"]) == (["abc ", "E"], False)  # held text flushed at end
+
+
+def test_json_body_limits():
+    from engine.server.json_body import MAX_DEPTH, BodyError, decode_json_body
+    assert decode_json_body(b'{"a": [1, {"b": "\\ud83d\\ude00"}]}') == {
+        "a": [1, {"b": "\U0001f600"}]}   # a surrogate pair is one character: accepted
+    # the body and MAX_DEPTH - 1 arrays inside it: at the limit
+    ok = decode_json_body(b'{"a":' + b"[" * (MAX_DEPTH - 1) + b"]" * (MAX_DEPTH - 1) + b"}")
+    depth, inner = 1, ok
+    while isinstance(inner, (dict, list)) and inner:
+        inner, depth = (inner["a"] if isinstance(inner, dict) else inner[0]), depth + 1
+    assert depth == MAX_DEPTH
+    deeper = b'{"a":' + b"[" * MAX_DEPTH + b"]" * MAX_DEPTH + b"}"
+    for body, param in [(deeper, "a" + "[0]" * (MAX_DEPTH - 1)),
+                        (b'{"a": [0, "\\ud800"]}', "a[1]"), (b'{"\\udfff": 1}', None),
+                        (b"", None), (b"[]", None), (b"\xff", None),
+                        (b"[" * 200_000 + b"]" * 200_000, None)]:
+        with pytest.raises(BodyError) as e:
+            decode_json_body(body)
+        assert e.value.param == param, body[:40]
+
+
+def test_gate_answers_a_bug_with_500_and_connection_close():
+    # The gate alone in front of a route with a bug; no engine is needed to exercise it.
+    import asyncio
+    from types import SimpleNamespace
+
+    import httpx
+
+    from engine.server.gate import Gate
+
+    async def buggy(scope, receive, send):
+        raise KeyError("a bug")
+
+    log = RequestLog(None)
+    written = []
+    log.write = lambda event, **f: written.append((event, f)) or {}
+    state = SimpleNamespace(auth=Authenticator([]), metrics=ServerMetrics(), log=log)
+
+    async def call():
+        transport = httpx.ASGITransport(app=Gate(buggy, state))
+        async with httpx.AsyncClient(transport=transport, base_url="http://t") as c:
+            return await c.post("/v1/chat/completions", json={})
+
+    r = asyncio.run(call())
+    assert r.status_code == 500 and r.headers["connection"] == "close"
+    assert r.json()["error"]["code"] == "internal_error" and "KeyError" in r.json()["error"][
+        "message"]
+    assert written == [("request_error", {"route": "/v1/chat/completions",
+                                          "reason": "KeyError"})]
+    assert 'engine_requests_total{route="unmatched",status="500"} 1.0' in \
+        state.metrics.render().decode()
