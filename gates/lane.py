@@ -1,55 +1,30 @@
-"""One lane window: lease the host's GPU owner lease, snapshot the host, run the lane's phase
-chain, restore the host and audit the restore — the restore always runs, whatever the phases did.
-The result is the lane record (docs/INTERFACES.md)."""
+"""The lane entry flows/ calls today: `run_lane(...)` returns the lane record and leaves the
+signing of the lane receipt to its caller. It runs the native chain of gates/qualify.py (phase
+receipts signed with a key kept in `state_dir`), and returns the lane record without the
+phase_receipts list, whose files stay in `state_dir`. New callers use gates.qualify.qualify()."""
 
 from __future__ import annotations
 
-import os
-import posixpath
-import re
 from pathlib import Path
 from typing import Callable
 
-from gates.phases import PhaseChain, PhaseOutcome, verdict_of
-from gates.smoke import cpu_smoke_phases
-from gates.window import LaneWindow
-from releases.canonical import file_sha256
+from gates.qualify import qualify_ref
+from gates.spec import LaneSpec
+from releases.keys import ensure_local_key, load_private_key
 
 Progress = Callable[[str], None]
-
-
-def _phases(kind: str, host, wheel: Path, workdir: str, base_python: str, version: str, model: str | None):
-    if kind == "cpu-smoke":
-        return cpu_smoke_phases(host, wheel, workdir, base_python, version)
-    if kind == "cpu-reference":
-        from gates.reference import cpu_reference_phases
-
-        return cpu_reference_phases(host, wheel, workdir, base_python, version, model)
-    raise ValueError(f"unknown lane kind {kind!r}; known: cpu-smoke, cpu-reference")
 
 
 def run_lane(host, lane: str, kind: str, candidate: dict, version: str, wheel: Path, *, workdir: str,
              base_python: str, lease_path: str, model: str | None = None, progress: Progress | None = None,
              state_dir: Path | None = None) -> dict:
     """Run lane `lane` of kind `kind` for `candidate` (a candidate ref) on `host`; return its record."""
-    say = progress or (lambda message: None)
-    run_id = os.environ.get("PREFECT__FLOW_RUN_ID", f"lane-{lane}-{candidate['id'][:12]}")
-    remote_work = posixpath.join(workdir, "window")
-    state_file = (state_dir or Path(workdir)) / f"phases-{lane}.json"
-    outcomes: list[PhaseOutcome] = []
-    window = LaneWindow(host, lane=lane, run_id=run_id, lease_path=lease_path,
-                        process_pattern=re.escape(remote_work), progress=say)
-    with window:
-        chain = PhaseChain(state_file, key=f"{candidate['id']}:{lane}:{kind}", progress=say)
-        outcomes = chain.run(_phases(kind, host, wheel, remote_work, base_python, version, model))
-    audit = window.audit_outcome()
-    outcomes.append(audit)
-    return {
-        "candidate": candidate,
-        "lane": lane,
-        "host": host.name,
-        "artifact": {"name": Path(wheel).name, "sha256": file_sha256(wheel)},
-        "verdict": verdict_of(outcomes),
-        "phases": [o.as_record() for o in outcomes],
-        "window": window.record(),
-    }
+    out_dir = Path(state_dir or workdir)
+    spec = LaneSpec(name=lane, kind=kind, host=host.name, model=model, python=base_python, lease_path=lease_path)
+    key_path, _ = ensure_local_key(out_dir / "keys")
+    result = qualify_ref(host, spec, candidate, version, Path(wheel), out_dir, key=load_private_key(key_path),
+                         progress=progress, workdir=str(Path(workdir) / "window"), base_python=base_python,
+                         lease_path=lease_path)
+    record = dict(result.record)
+    record.pop("phase_receipts", None)
+    return record
