@@ -13,13 +13,17 @@ from wire import chat
 
 FILLER = ("The quarterly report lists routine maintenance of the cooling loops, the rotation of "
           "night shifts, and the inventory of spare parts kept in the east storage room. ")
-KEYS = ("vault_code", "gate_code", "locker_code", "depot_code", "relay_code", "signal_code", "hangar_code")
+KEY = "vault_code"
 
 
 def prompt_for(blocks, depth, key, value):
+    """The question is asked before the haystack too (a small model retrieves far better when it
+    knows what to look for), with the same key in every prompt, so that the prompts still share
+    everything up to their needle."""
     parts = [FILLER] * blocks
     parts.insert(int(round(blocks * depth)), f"\n{key}={value}\n")
-    return "".join(parts) + f"\nWhat is the value of {key}? Answer with the six digits only."
+    return (f"Find the value of {key} in the log below.\n\n" + "".join(parts)
+            + f"\nWhat is the value of {key}? Answer with the six digits only.")
 
 
 def answer_value(text):
@@ -35,15 +39,15 @@ def answer_value(text):
 def context(a):
     base, key, model = a["base"], a["key"], a["model"]
     # Tokens per filler block, measured on the engine itself (its tokenizer is not ours to import).
-    _, _, u4, _ = chat(base, key, model, prompt_for(4, 0.5, "calibration", "000000"), 1)
-    _, _, u12, _ = chat(base, key, model, prompt_for(12, 0.5, "calibration", "000000"), 1)
-    per_block = (u12["prompt_tokens"] - u4["prompt_tokens"]) / 8
-    overhead = u4["prompt_tokens"] - 4 * per_block
+    _, _, u2, _ = chat(base, key, model, prompt_for(2, 0.5, KEY, "000000"), 1)
+    _, _, u6, _ = chat(base, key, model, prompt_for(6, 0.5, KEY, "000000"), 1)
+    per_block = (u6["prompt_tokens"] - u2["prompt_tokens"]) / 4
+    overhead = u2["prompt_tokens"] - 2 * per_block
     blocks = math.ceil((a["tokens"] - overhead) / per_block) + 1
     rng = random.Random(a.get("seed", 7))
     trials = []
     for i, depth in enumerate(sorted(a["depths"], reverse=True)):
-        needle_key, value = KEYS[i % len(KEYS)], f"{rng.randrange(10**6):06d}"
+        needle_key, value = KEY, f"{rng.randrange(10**6):06d}"
         t0 = time.monotonic()
         status, text, usage, code = chat(base, key, model, prompt_for(blocks, depth, needle_key, value),
                                          a["answer_tokens"], timeout=a.get("timeout", 1800),

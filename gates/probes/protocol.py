@@ -131,8 +131,8 @@ def pressure(a):
     crossed = sum(1 for b, t in zip(baseline, together) if b[0] == 200 and t[0] == 200 and b[1] != t[1])
 
     # Beyond the lane's limit: every answer is a 200 or a documented refusal with its code.
-    burst = a["max_concurrency"] + a["max_pending"] + 4
-    results = _threads([lambda i=i: chat(base, key, model, prompts[i % fanout], n * 2) for i in range(burst)])
+    burst = a["max_concurrency"] + a["max_pending"] + 2
+    results = _threads([lambda i=i: chat(base, key, model, prompts[i % fanout], n) for i in range(burst)])
     statuses = {}
     undocumented = 0
     for s, _, _, code in results:
