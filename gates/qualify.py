@@ -88,7 +88,12 @@ def _restore(rt: LaneRuntime, window: LaneWindow, fault: str | None) -> PhaseOut
         problems.append("stopping the engine failed")
     closed = window.close()
     cap = rt.spec.setting("max_hold_s")
-    checks = audit.compare(window.audit_before, window.observe())
+    try:
+        checks = audit.compare(window.audit_before, window.observe())
+    except HostLost:
+        raise
+    except Exception as error:     # an audit that cannot look is a failed audit, never a pass
+        checks = [{"name": "observe", "status": "fail", "detail": f"the audit could not observe the host: {type(error).__name__}"}]
     facts.update({"restored": closed["restored"], "restore_diff": closed["restore_diff"],
                   "resumed_cleanup": window.resumed_cleanup, "held_s": closed["held_s"], "max_hold_s": cap,
                   "audit": {"ok": audit.passed(checks), "checks": checks}})
@@ -306,6 +311,9 @@ def main(argv: list[str] | None = None) -> int:
     except HostError as error:
         err(scrub_text(str(error)))
         return exit_codes.UNAVAILABLE
+    except ReleaseError as error:    # a record that could not be written (e.g. it would publish a host path)
+        err(str(error))
+        return exit_codes.FAILED
     finally:
         host.close()
     print(_table(result))
