@@ -17,8 +17,9 @@ Progress = Callable[[str], None]
 
 def run_lane(host, lane: str, kind: str, candidate: dict, version: str, wheel: Path, *, workdir: str,
              base_python: str, lease_path: str, model: str | None = None, progress: Progress | None = None,
-             state_dir: Path | None = None) -> dict:
-    """Run lane `lane` of kind `kind` for `candidate` (a candidate ref) on `host`; return its record."""
+             state_dir: Path | None = None, run_id: str | None = None) -> dict:
+    """Run lane `lane` of kind `kind` for `candidate` (a candidate ref) on `host`; return its record.
+    `run_id` is accepted for the callers of the earlier signature; qualify names its own runs."""
     out_dir = Path(state_dir or workdir)
     spec = LaneSpec(name=lane, kind=kind, host=host.name, model=model, python=base_python, lease_path=lease_path)
     key_path, _ = ensure_local_key(out_dir / "keys")

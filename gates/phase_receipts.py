@@ -1,10 +1,9 @@
 """The signed receipts a lane writes into its output directory: one `phase` receipt per phase
 that ran (label `<lane>/<phase>`) and one `lane` receipt binding them by digest.
 
-Files: receipts/phase-<lane>+<phase>.dsse.json and receipts/lane-<lane>.dsse.json. A label holds
-'/', which no file name may; '+' is in no lane name or phase name, so the mapping is one to one
-(`lane` "a-b" with phase "c" and lane "a" with phase "b-c" cannot collide). The label itself
-stays inside the receipt and in the entries qualify returns."""
+Files: receipts/phase/<lane>/<phase>.dsse.json and receipts/lane/<lane>.dsse.json, the release
+directory's own layout (a folder per kind, the label as the path below it), so that a stager adds
+each envelope as it is and the paths in the lane receipt stay true there."""
 
 from __future__ import annotations
 
@@ -25,11 +24,11 @@ RECEIPTS = "receipts"
 
 
 def phase_file(lane: str, phase: str) -> str:
-    return f"{RECEIPTS}/phase-{lane}+{phase}.dsse.json"
+    return f"{RECEIPTS}/phase/{lane}/{phase}.dsse.json"
 
 
 def lane_file(lane: str) -> str:
-    return f"{RECEIPTS}/lane-{lane}.dsse.json"
+    return f"{RECEIPTS}/lane/{lane}.dsse.json"
 
 
 @dataclass(frozen=True)
@@ -95,8 +94,8 @@ class ReceiptWriter:
 
     def clear(self) -> None:
         """Remove this lane's receipts before a fresh (not resumed) run."""
-        folder = self.out_dir / RECEIPTS
-        for path in list(folder.glob(f"phase-{self.lane}+*.dsse.json")) + [self.out_dir / lane_file(self.lane)]:
+        folder = self.out_dir / RECEIPTS / "phase" / self.lane
+        for path in list(folder.glob("*.dsse.json")) + [self.out_dir / lane_file(self.lane)]:
             if path.exists():
                 path.unlink()
 

@@ -29,7 +29,7 @@ def _outcome(name, status="pass", **facts):
 def test_phase_receipt_is_signed_and_found_again(tmp_path, signing_key):
     w = _writer(tmp_path, signing_key)
     written = w.write_phase(_outcome("protocol", passed=21))
-    assert written.label == "cpu-smoke/protocol" and written.relpath == "receipts/phase-cpu-smoke+protocol.dsse.json"
+    assert written.label == "cpu-smoke/protocol" and written.relpath == "receipts/phase/cpu-smoke/protocol.dsse.json"
     stmt, pred = open_receipt(json.loads(written.path.read_bytes()), signing_key.public_key(), "phase")
     assert stmt["subject"] == [{"name": ART["name"], "digest": {"sha256": ART["sha256"]}}]
     assert pred["candidate"] == REF and pred["label"] == "cpu-smoke/protocol" and pred["facts"]["passed"] == 21
@@ -64,7 +64,7 @@ def test_host_paths_are_refused_before_signing(tmp_path, signing_key):
     w = _writer(tmp_path, signing_key)
     with pytest.raises(RecordError, match="/facts/log"):
         w.write_phase(_outcome("install", log="see /home/ada/work/serve.log"))
-    assert not (tmp_path / "receipts" / "phase-cpu-smoke+install.dsse.json").exists()
+    assert not (tmp_path / "receipts" / "phase" / "cpu-smoke" / "install.dsse.json").exists()
 
 
 def test_lane_receipt_validates_its_window_and_phase_bindings(tmp_path, signing_key):

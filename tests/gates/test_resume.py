@@ -59,9 +59,9 @@ def test_killed_in_context_then_resumed_keeps_passed_phases(tmp_path, engine_whe
         first.send_signal(signal.SIGKILL)
         first.wait(timeout=30)
         receipts = out / "receipts"
-        kept = {p: sha256_hex((receipts / f"phase-cpu-reference+{p}.dsse.json").read_bytes()) for p in KEPT}
-        assert not (receipts / "phase-cpu-reference+context.dsse.json").exists()
-        assert not (receipts / "lane-cpu-reference.dsse.json").exists()
+        kept = {p: sha256_hex((receipts / "phase" / "cpu-reference" / f"{p}.dsse.json").read_bytes()) for p in KEPT}
+        assert not (receipts / "phase" / "cpu-reference" / "context.dsse.json").exists()
+        assert not (receipts / "lane" / "cpu-reference.dsse.json").exists()
         left = audit.observe(LocalHost(), marker=workdir, paths={})
         assert left["processes"] and left["listening"]   # the crashed run's engine is still serving
 
@@ -70,9 +70,9 @@ def test_killed_in_context_then_resumed_keeps_passed_phases(tmp_path, engine_whe
         assert second.returncode == 0, stderr[-3000:]
         for phase in KEPT:
             assert f"phase {phase}: passed earlier, kept" in stderr
-            assert sha256_hex((receipts / f"phase-cpu-reference+{phase}.dsse.json").read_bytes()) == kept[phase]
+            assert sha256_hex((receipts / "phase" / "cpu-reference" / f"{phase}.dsse.json").read_bytes()) == kept[phase]
         assert "phase context: running" in stderr and "phase install: running" not in stderr
-        envelope = json.loads((receipts / "lane-cpu-reference.dsse.json").read_bytes())
+        envelope = json.loads((receipts / "lane" / "cpu-reference.dsse.json").read_bytes())
         import base64
         lane = json.loads(base64.b64decode(envelope["payload"]))["predicate"]
         bound = {e["phase"]: e["sha256"] for e in lane["phase_receipts"]}
