@@ -19,6 +19,7 @@ from tests.gates.conftest import smoke_spec
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1200)
 @pytest.mark.parametrize("phase", NATIVE_CHAIN)
 def test_injected_failure_still_restores_and_audits(phase, tmp_path, engine_wheel, candidate, signing_key):
     chain = ["protocol"] if phase == "restore" else [phase]

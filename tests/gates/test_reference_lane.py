@@ -13,6 +13,7 @@ from tests.gates.conftest import reference_spec
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(5400)   # the whole chain at full size: tens of minutes on a loaded 2-core machine
 def test_reference_lane_runs_the_whole_chain(tmp_path, engine_wheel, candidate, signing_key):
     lines = []
     # Full sizes; only the hold cap is raised: on a shared 2-core machine the chain can take longer

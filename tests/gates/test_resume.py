@@ -40,6 +40,7 @@ def _kill_leftovers(workdir: str) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(2400)
 def test_killed_in_context_then_resumed_keeps_passed_phases(tmp_path, engine_wheel, candidate):
     spec = {"name": "cpu-reference", "kind": "cpu-reference", "host": "local", "model": str(reference_model()),
             "lease_path": str(tmp_path / "leases" / "gpu"),
