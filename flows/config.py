@@ -43,6 +43,7 @@ class Lane:
     lease_path: str | None = None
     python: str | None = None
     gates: dict[str, Any] | None = None  # [lanes.gates.*]: judged-gate settings (gates.judged.resolve)
+    qualify: dict[str, Any] | None = None  # [lanes.qualify]: phase-chain settings (gates.spec)
 
 
 @dataclass(frozen=True)
@@ -163,25 +164,24 @@ class Config:
             lanes.append(Lane(**lane))
         return lanes
 
-    def lease_path(self, lane: Lane) -> str:
-        """The GPU-owner lease on the lane's host: the inventory's well-known path on remote hosts;
-        under the state directory for the local machine, so that no privileges are needed."""
-        from hosts.lease import DEFAULT_PATH
-
-        if lane.lease_path:
-            return lane.lease_path
-        return str(self.state_dir / "leases" / "gpu") if lane.host == "local" else DEFAULT_PATH
-
-    def lane_python(self, lane: Lane) -> str:
-        """The interpreter on the lane's host whose packages the lane environment reuses."""
-        import sys
-
-        return lane.python or (sys.executable if lane.host == "local" else "python3")
-
     def lane(self, name: str) -> Lane:
         for lane in self.lanes:
             if lane.name == name:
                 return lane
+        raise ConfigError(self.file, "lanes", f"no lane named {name!r}; known: {[l.name for l in self.lanes]}")
+
+    def lane_spec(self, name: str):
+        """The lane as gates reads it (gates.spec.LaneSpec), validated by gates' own lane schema;
+        relative paths resolve against this config's root, local leases live under the state dir."""
+        from gates.spec import LaneSpecError, spec_from_table
+
+        for i, table in enumerate(self.raw["lanes"]):
+            if table["name"] == name:
+                try:
+                    return spec_from_table({k: v for k, v in table.items() if k != "gates"}, file=self.file,
+                                           where=f"/lanes/{i}", base=self.root, state_root=str(self.state_dir))
+                except LaneSpecError as exc:
+                    raise ConfigError(exc.file, exc.key_path, exc.message) from None
         raise ConfigError(self.file, "lanes", f"no lane named {name!r}; known: {[l.name for l in self.lanes]}")
 
     def _path(self, value: str) -> Path:

@@ -21,6 +21,6 @@ def qualify_lane(lane: str, candidate_json: str, wheel: str, config: str | None 
     run_id = str(flow_run.get_id() or "local")
     ws = Workspace.for_run(cfg, f"lane-{run_id}")
     record = steps.qualify_lane(cfg, ws, json.loads(Path(candidate_json).read_text()), cfg.lane(lane), Path(wheel),
-                                run_id, stage=False)
+                                stage=False)
     get_run_logger().info("lane %s: %s", lane, record["verdict"])
     return record

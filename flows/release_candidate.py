@@ -43,7 +43,7 @@ def release_candidate(config: str | None = None, ref: str = "HEAD", allow_dirty:
     steps.compare_builds(cfg, ws, candidate, builds, waiver_records)
     steps.package_release(cfg, ws, candidate, builds)
     for lane in cfg.lanes:
-        steps.qualify_lane(cfg, ws, candidate, lane, steps.wheel_of(builds[0]), run_id)
+        steps.qualify_lane(cfg, ws, candidate, lane, steps.wheel_of(builds[0]))
     ready = steps.compose_release(cfg, ws, waiver_records)
     steps.verify_staged(cfg, ws)
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from prefect import get_run_logger, task
+from prefect.runtime import task_run
 from prefect.artifacts import create_link_artifact, create_markdown_artifact, create_table_artifact
 
 from builders import compare, provenance, recipe, sbom, snapshot
@@ -17,8 +18,11 @@ from flows.gpu_slot import gpu_slot
 from flows.hostmap import host_for
 from flows.stores import open_store, store_location
 from flows.workspace import Workspace
-from gates.lane import run_lane
+from gates.qualify import qualify
+from hosts.errors import HostLost
+from releases import keys
 from releases.candidate import candidate_ref
+from releases.canonical import load_json_bytes
 from releases.ledger import ledger_summary, load_ledger_file
 from releases.receipts import subject
 from releases.release_dir import read_json
@@ -99,25 +103,32 @@ def package_release(cfg: Config, ws: Workspace, candidate: dict, builds) -> None
     create_table_artifact(key="artifacts", table=summaries.assets_table(entries), description="Release assets")
 
 
-@task(name="qualify lane")
-def qualify_lane(cfg: Config, ws: Workspace, candidate: dict, lane: Lane, wheel: Path, run_id: str,
-                 stage: bool = True) -> dict:
-    """Run one lane window on the lane's host (its GPU slot held); stage the lane receipt."""
+def _lost_host(task, task_run, state) -> bool:
+    """Retry a lane only when its host was lost (the retry resumes at the first unpassed phase);
+    a phase that failed on a live host is a verdict, not a fault to retry."""
+    return isinstance(state.result(raise_on_failure=False), HostLost)
+
+
+@task(name="qualify lane", retries=1, retry_condition_fn=_lost_host)
+def qualify_lane(cfg: Config, ws: Workspace, candidate: dict, lane: Lane, wheel: Path, stage: bool = True) -> dict:
+    """Run the lane's phase chain in one window on its host (its GPU slot held); stage every phase
+    receipt and the lane receipt that binds them."""
     log = get_run_logger()
     host = host_for(cfg, lane.host)
+    local_key = keys.load_private_key(keys.ensure_local_key(cfg.keys_dir)[0])  # a local lane signs as the pipeline
     with gpu_slot(lane.gpu, lane.host):
-        record = run_lane(host, lane.name, lane.kind, candidate_ref(candidate), candidate["package"]["version"], wheel,
-                          workdir=str(ws.lane(lane.name)), base_python=cfg.lane_python(lane),
-                          lease_path=cfg.lease_path(lane), model=lane.model, state_dir=ws.lane(lane.name),
-                          run_id=run_id, progress=lambda line: log.info("lane %s: %s", lane.name, line))
+        result = qualify(host, cfg.lane_spec(lane.name), candidate, wheel, ws.lane(lane.name), key=local_key,
+                         resume=task_run.run_count > 1, progress=lambda line: log.info("lane %s: %s", lane.name, line))
     if stage:
-        stager(cfg, ws).add_receipt("lane", [subject(record["artifact"]["name"], record["artifact"]["sha256"])],
-                                    record, label=lane.name)
-    create_table_artifact(key=f"lane-{_artifact_key(lane.name)}", table=summaries.lane_table(record),
-                          description=f"Lane {lane.name}: {record['verdict']}")
-    if record["verdict"] != "pass":
-        raise LaneFailed(summaries.lane_failure(record))
-    return record
+        staged = stager(cfg, ws)
+        for kind, label, path in result.receipts:
+            staged.add_signed_receipt(kind, load_json_bytes(path.read_bytes(), where=path.name), label,
+                                      signer=local_key.public_key())
+    create_table_artifact(key=f"lane-{_artifact_key(lane.name)}", table=summaries.lane_table(result.record),
+                          description=f"Lane {lane.name}: {result.verdict}")
+    if result.verdict != "pass":
+        raise LaneFailed(summaries.lane_failure(result.record))
+    return result.record
 
 
 @task(name="compose manifest")

@@ -88,3 +88,53 @@ def check_identity(host, installed: Installed, expected_version: str) -> dict:
     if facts["dist_version"] != expected_version or facts["version"] != expected_version:
         raise PhaseFailed(f"installed version is not the candidate's {expected_version}", facts)
     return facts
+
+
+_SUFFIXES = (".py", ".json", ".jinja")
+
+
+def wheel_package_sha256(wheel: Path, package: str = "engine") -> str:
+    """The engine's package digest (docs/API.md: sha256 over the sorted lines
+    "<relative posix path>\\0<file sha256>\\n" of its .py/.json/.jinja files), read from the wheel."""
+    import hashlib
+    import zipfile
+
+    entries = []
+    with zipfile.ZipFile(wheel) as zf:
+        for info in zf.infolist():
+            name = info.filename
+            if info.is_dir() or not name.startswith(package + "/") or "__pycache__" in name.split("/"):
+                continue
+            if posixpath.splitext(name)[1] in _SUFFIXES:
+                entries.append((name[len(package) + 1:], hashlib.sha256(zf.read(info)).hexdigest()))
+    h = hashlib.sha256()
+    for rel, digest in sorted(entries):
+        h.update(f"{rel}\0{digest}\n".encode("utf-8"))
+    return h.hexdigest()
+
+
+# Runs with the lane's interpreter: the same digest over the installed package, found without
+# importing it (find_spec only locates it).
+_INSTALLED_DIGEST = r'''
+import hashlib, importlib.util, os, sys
+root = importlib.util.find_spec("engine").submodule_search_locations[0]
+entries = []
+for d, dirs, files in os.walk(root):
+    dirs[:] = [x for x in dirs if x != "__pycache__"]
+    for n in files:
+        if os.path.splitext(n)[1] in (".py", ".json", ".jinja"):
+            p = os.path.join(d, n)
+            entries.append((os.path.relpath(p, root).replace(os.sep, "/"), hashlib.sha256(open(p, "rb").read()).hexdigest()))
+h = hashlib.sha256()
+for rel, digest in sorted(entries):
+    h.update(f"{rel}\0{digest}\n".encode())
+print(h.hexdigest())
+'''
+
+
+def installed_package_sha256(host, installed: Installed) -> str:
+    out = host.run([installed.python, "-c", _INSTALLED_DIGEST], cwd=installed.cwd, env=installed.env,
+                   replace_env=True, timeout=120)
+    if out.exit_code != 0:
+        raise PhaseFailed("could not digest the installed engine package", {"exit_code": out.exit_code})
+    return out.stdout.strip().splitlines()[-1]

@@ -137,3 +137,17 @@ def discard(host, snap: HostSnapshot) -> None:
     """Remove the saved copies once a window is over."""
     for copy in snap.saved.values():
         host.remove(copy)
+
+
+def snapshot_to_dict(snap: HostSnapshot) -> dict:
+    """A JSON-able form, so that a window interrupted by a crash can be restored by the next run."""
+    return {"host": snap.host, "taken_at": snap.taken_at, "processes": {str(k): v for k, v in snap.processes.items()},
+            "ports": list(snap.ports), "power_limits": {str(k): v for k, v in snap.power_limits.items()},
+            "lease": snap.lease, "files": dict(snap.files), "saved": dict(snap.saved)}
+
+
+def snapshot_from_dict(data: dict) -> HostSnapshot:
+    return HostSnapshot(host=data["host"], taken_at=data["taken_at"],
+                        processes={int(k): v for k, v in data["processes"].items()}, ports=list(data["ports"]),
+                        power_limits={int(k): v for k, v in data["power_limits"].items()}, lease=data["lease"],
+                        files=dict(data["files"]), saved=dict(data.get("saved", {})))

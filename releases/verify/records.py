@@ -57,6 +57,7 @@ def _check_kind(check: Checker, rel: str, kind: str, stmt: dict, pred: dict, man
     elif kind == "lane":
         if pred["artifact"]["sha256"] not in arts_by_sha:
             check.fail(rel, "payload/predicate/artifact/sha256", "lane qualified an artifact this release does not ship")
+        _check_phase_binding(check, rel, pred, manifest)
     elif kind == "acceptance":
         for i, asset in enumerate(pred["assets"]):
             art = by_name.get(PurePosixPath(asset["name"]).name)
@@ -112,7 +113,32 @@ def _check_approval(check: Checker, manifest: dict, key: Ed25519PublicKey, signe
     check_approval_signature(check, manifest, rel, pred, signers, require_signed=require_signed)
 
 
+def _check_phase_binding(check: Checker, rel: str, pred: dict, manifest: dict) -> None:
+    """A lane binds its phase receipts by digest: each must be a receipt of this manifest (kind
+    `phase`, the same label and sha256), and every phase the lane ran must have one."""
+    bound = {r["label"]: r for r in manifest.get("receipts", []) if r["kind"] == "phase"}
+    named = {p["phase"] for p in pred.get("phase_receipts", [])}
+    for i, p in enumerate(pred.get("phase_receipts", [])):
+        entry = bound.get(p["label"])
+        if entry is None:
+            check.fail(rel, f"payload/predicate/phase_receipts/{i}", f"phase receipt {p['label']} is not in the manifest")
+        elif entry["sha256"] != p["sha256"]:
+            check.fail(rel, f"payload/predicate/phase_receipts/{i}/sha256",
+                       f"phase receipt {p['label']} in the manifest is not the one the lane bound")
+    if "phase_receipts" in pred:
+        for i, phase in enumerate(pred["phases"]):
+            if phase["name"] not in named:
+                check.fail(rel, f"payload/predicate/phases/{i}", f"phase {phase['name']} has no bound phase receipt")
+
+
 def _check_ready(check: Checker, preds: dict[str, list[tuple[str, dict]]], waivers: dict[str, dict]) -> None:
+    phases = {p["label"]: (r, p) for r, p in preds.get("phase", [])}
+    for rel, p in preds.get("lane", []):
+        for i, bound in enumerate(p.get("phase_receipts", [])):
+            phase_rel, phase = phases.get(bound["label"], (None, None))
+            if p["verdict"] == "pass" and phase is not None and phase["status"] != "pass":
+                check.fail(phase_rel, "payload/predicate/status",
+                           f"phase {bound['label']} is {phase['status']} under a passing lane")
     lanes = preds.get("lane", [])
     if not any(p["verdict"] == "pass" for _, p in lanes):
         check.fail("manifest.json", "receipts", "no lane receipt with verdict pass")

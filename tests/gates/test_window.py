@@ -1,9 +1,9 @@
 """The lane window on the local machine: lease held for the window and released after, what the
-window started is stopped by the restore, and a held lease keeps a second window out."""
+window started is stopped by the restore and its working directory removed, a held lease keeps a
+second window out, and a window resumed after a crash puts the host back as the first run found it."""
 
 from __future__ import annotations
 
-import re
 import subprocess
 import time
 
@@ -15,47 +15,59 @@ from hosts.lease import lease_state
 from hosts.local import LocalHost
 
 
-def _window(tmp_path, run_id="run-1"):
+def _window(tmp_path, run_id="run-1", resume=False):
     work = tmp_path / "lane-work"
-    work.mkdir(exist_ok=True)
     return LaneWindow(LocalHost(), lane="t", run_id=run_id, lease_path=str(tmp_path / "leases" / "gpu"),
-                      process_pattern=re.escape(str(work))), work
+                      workdir=str(work), state_file=tmp_path / "state" / "window.json", stale_after=2.0,
+                      resume=resume), work
+
+
+def _stray(work):
+    work.mkdir(exist_ok=True)
+    proc = subprocess.Popen(["sh", "-c", f"sleep 300; echo {work}"], start_new_session=True)
+    time.sleep(0.3)
+    return proc
 
 
 def test_window_restores_the_host_and_releases_the_lease(tmp_path):
     window, work = _window(tmp_path)
-    with window:
-        assert lease_state(LocalHost(), str(tmp_path / "leases" / "gpu"))["run_id"] == "run-1"
-        # Something the lane leaves behind: a process whose command line names the lane's work dir.
-        stray = subprocess.Popen(["sh", "-c", f"sleep 300; echo {work}"], start_new_session=True)
-        time.sleep(0.3)
-    assert window.restored is True and window.diff == []
+    window.open()
+    assert lease_state(LocalHost(), str(tmp_path / "leases" / "gpu"))["run_id"] == "run-1"
+    assert window.lease_holder() == "run-1"
+    stray = _stray(work)
+    closed = window.close()
+    assert closed["restored"] is True and closed["restore_diff"] == [] and closed["held_s"] > 0.3
     assert stray.wait(timeout=10) is not None
+    assert not work.exists()
     assert lease_state(LocalHost(), str(tmp_path / "leases" / "gpu")) is None
-    audit = window.audit_outcome()
-    assert audit.name == "restore-audit" and audit.status == "pass"
-    assert window.record()["restored"] is True
+    assert not (tmp_path / "state" / "window.json").exists()
+    assert window.lease_record()["path_sha256"] and "leases" not in str(window.lease_record())
 
 
 def test_a_held_lease_keeps_a_second_window_out(tmp_path):
     first, _ = _window(tmp_path, "run-a")
     second, _ = _window(tmp_path, "run-b")
-    with first:
-        with pytest.raises(LeaseHeld) as info:
-            second.__enter__()
-        assert "run-a" in str(info.value)
-    with second:  # free again once the first window closed
-        pass
-    assert second.restored is True
+    first.open()
+    with pytest.raises(LeaseHeld) as info:
+        second.open()
+    assert "run-a" in str(info.value)
+    first.close()
+    second.open()      # free again once the first window closed
+    assert second.close()["restored"] is True
 
 
-def test_window_restores_even_when_the_phases_raise(tmp_path):
-    window, work = _window(tmp_path)
-    with pytest.raises(RuntimeError):
-        with window:
-            stray = subprocess.Popen(["sh", "-c", f"sleep 300; echo {work}"], start_new_session=True)
-            time.sleep(0.3)
-            raise RuntimeError("a phase crashed")
-    assert stray.wait(timeout=10) is not None
-    assert window.restored is True
-    assert lease_state(LocalHost(), str(tmp_path / "leases" / "gpu")) is None
+def test_a_resumed_window_cleans_up_after_a_crashed_one(tmp_path):
+    crashed, work = _window(tmp_path, "run-c")
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    crashed.lease.pid = gone.pid       # the lease names a process that is no longer there
+    crashed.open()
+    stray = _stray(work)
+    crashed.lease._stop.set()          # the crashed process's heartbeat stops with it
+    # No close: the process died. The next run of the same run id resumes from the saved state,
+    # waiting out the dead holder's lease (stale after 2 s here).
+    resumed, _ = _window(tmp_path, "run-c", resume=True)
+    resumed.open()
+    assert stray.wait(timeout=10) is not None          # the crashed run's process is stopped
+    assert resumed.audit_before == crashed.audit_before
+    assert resumed.close()["restored"] is True

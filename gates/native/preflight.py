@@ -1,0 +1,42 @@
+"""preflight: host facts, free disk at least the lane's floor, GPU facts and power limits read
+only, the lease held by this window, and nothing of this lane already running."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import posixpath
+
+from gates.phases import PhaseFailed
+from hosts import audit
+
+_DISK = ("import json, os, shutil, sys\np = sys.argv[1]\nwhile not os.path.exists(p):\n    p = os.path.dirname(p) or '/'\n"
+         "u = shutil.disk_usage(p)\nprint(json.dumps({'free': u.free, 'total': u.total}))")
+
+
+def run(rt) -> dict:
+    facts = rt.host.facts()
+    gpus = [{"name": g.name, "uuid_sha256": hashlib.sha256(g.uuid.encode()).hexdigest(), "driver": g.driver_version,
+             "memory_total_mib": g.memory_total_mib, "power_limit_w": g.power_limit_w,
+             "power_default_limit_w": g.power_default_limit_w} for g in facts.gpus]
+    disk = json.loads(rt.host.run([rt.base_python, "-c", _DISK, posixpath.dirname(rt.workdir.rstrip("/"))],
+                                  timeout=60).check().stdout)
+    floor = rt.spec.setting("disk_floor_mib")
+    seen = audit.observe(rt.host, marker=rt.workdir, paths={})
+    lease = rt.window.lease_holder()
+    out = {"host": {"os": facts.os, "kernel": facts.kernel, "cpu_count": facts.cpu_count,
+                    "memory_bytes": facts.memory_bytes, "python": facts.python_version,
+                    "hostname_sha256": hashlib.sha256(facts.hostname.encode()).hexdigest()},
+           "gpus": gpus, "gpu_count": len(gpus),
+           "disk_free_mib": disk["free"] // (1 << 20), "disk_floor_mib": floor,
+           "lease_held": lease == rt.window.run_id, "lane_processes_running": len(seen["processes"]),
+           "lane_ports_listening": len(seen["listening"])}
+    if rt.spec.lane_kind.device == "cuda" and not gpus:
+        raise PhaseFailed("a gpu lane's host shows no GPU (nvidia-smi)", out)
+    if out["disk_free_mib"] < floor:
+        raise PhaseFailed(f"free disk {out['disk_free_mib']} MiB is below the lane's floor {floor} MiB", out)
+    if not out["lease_held"]:
+        raise PhaseFailed("this window does not hold the host's lease", out)
+    if seen["processes"] or seen["listening"]:
+        raise PhaseFailed("something of this lane is already running on the host", out)
+    return out
