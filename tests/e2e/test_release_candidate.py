@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -223,3 +224,22 @@ def test_approval_timeout_fails_the_run_and_publishes_nothing(prefect_api, engin
     assert _published_versions(tmp_path) == []
     late = _approve(prefect_api, run_id, "--as", "local-operator", "--reason", "too late")
     assert late.returncode != 0 and "not PAUSED" in (late.stdout + late.stderr)
+
+
+def test_published_notes_link_every_figure_to_its_record(published):
+    """The notes bound into the published release: every Markdown link resolves to the value
+    printed, and no number stands outside a link (docs/INTERFACES.md, Release notes)."""
+    from tests.releases.test_notes import MD_LINK, md_links, printed, resolve_link
+
+    (release,) = _published_versions(published["tmp"])
+    manifest = json.loads((release / "manifest.json").read_text())
+    assert sorted(n["format"] for n in manifest["notes"]) == ["html", "md"]
+    text = (release / "notes" / "RELEASE-NOTES.md").read_text()
+    links = md_links(text)
+    assert len(links) > 40
+    for shown, href in links:
+        assert shown == printed(resolve_link(release, href)), href
+    kinds = {href.split("/")[1] for _, href in links if href.startswith("receipts/")}
+    assert {"phase", "lane", "build"} <= kinds
+    rest = re.sub(r"``.*?``|`[^`]*`", "", MD_LINK.sub("", text))
+    assert not re.findall(r".{0,30}\d.{0,30}", rest)
