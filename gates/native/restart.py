@@ -33,8 +33,16 @@ def _save(rt, session):
     return r["body"]
 
 
+def engine_session(api_key: str, prompt_cache_key: str) -> str:
+    """The engine session a prompt_cache_key names for the caller's API key (docs/API.md, Tenancy):
+    `<tenant>/<key>`, the tenant being 32 hex digits of sha256("assay-engine/tenant/v1\\0" + api key).
+    Checkpoints live under that name, so the lane reads them back by it."""
+    tenant = hashlib.sha256(b"assay-engine/tenant/v1\0" + api_key.encode("utf-8")).hexdigest()[:32]
+    return f"{tenant}/{prompt_cache_key}"
+
+
 def _token_ids(rt, session):
-    files = rt.probe("checkpoint-files", {"directory": rt.checkpoint_dir, "session": session})
+    files = rt.probe("checkpoint-files", {"directory": rt.checkpoint_dir, "session": engine_session(rt.api_key(), session)})
     if not files["found"]:
         raise PhaseFailed(f"no checkpoint on disk for session {session!r}")
     return files, rt.probe("read-json", {"path": files["tokens"]})["value"]
