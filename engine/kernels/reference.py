@@ -42,6 +42,12 @@ def write_kv_ref(k, v, k_cache, v_cache, k_scale, v_scale, slot_mapping) -> None
     A float cache stores k, v cast to its dtype; an int8 cache stores them quantised.
     """
     is_int8 = checks.check_write_kv(k, v, k_cache, v_cache, k_scale, v_scale, slot_mapping)
+    if not is_int8 and not k.is_cuda and (slot_mapping.numel() == 0 or int(slot_mapping.min()) >= 0):
+        # CPU, no slot skipped: two row copies instead of masking and indexing every tensor.
+        h, d = k_cache.shape[2:]
+        k_cache.view(-1, h, d).index_copy_(0, slot_mapping, k.to(k_cache.dtype))
+        v_cache.view(-1, h, d).index_copy_(0, slot_mapping, v.to(v_cache.dtype))
+        return
     keep = slot_mapping >= 0
     slots = slot_mapping[keep]
     bs = k_cache.shape[1]
@@ -91,6 +97,8 @@ def paged_decode_attention_ref(q, k_cache, v_cache, k_scale, v_scale, block_tabl
     bs, hkv = k_cache.shape[1], k_cache.shape[2]
     if batch == 0:
         return torch.empty_like(q)
+    if not q.is_cuda:
+        return _decode_cpu(q, k_cache, v_cache, k_scale, v_scale, block_tables, seq_lens, sm_scale)
     max_len = int(seq_lens.max())
     nblk = max(1, -(-max_len // bs))
     blocks = block_tables[:, :nblk].long().clamp(min=0)
@@ -104,6 +112,42 @@ def paged_decode_attention_ref(q, k_cache, v_cache, k_scale, v_scale, block_tabl
     p = torch.softmax(scores, dim=-1).nan_to_num_(0.0)        # seq_len 0: all -inf rows
     out = torch.einsum("bhgt,bthd->bhgd", p, v)
     return out.reshape(batch, hq, d).to(q.dtype)
+
+
+def _span(cache: torch.Tensor, scale: torch.Tensor | None, blocks: torch.Tensor, total: int) -> torch.Tensor:
+    """The first ``total`` cached tokens of one sequence, float32 [total, num_kv_heads, head_dim].
+
+    A view of the cache when its blocks are consecutive and already float32 (what a fresh pool
+    hands out), so a long prompt's KV is not copied once per chunk and layer; else gathered.
+    Reads block ids on the host: CPU only.
+    """
+    n = blocks.shape[0]
+    first = int(blocks[0])
+    if scale is None and cache.dtype == torch.float32 and torch.equal(
+            blocks, torch.arange(first, first + n, dtype=blocks.dtype)):
+        bs = cache.shape[1]
+        return cache.view(-1, *cache.shape[2:])[first * bs: first * bs + total]
+    return _gather(cache, scale, blocks)[:total]
+
+
+def _decode_cpu(q, k_cache, v_cache, k_scale, v_scale, block_tables, seq_lens, sm_scale: float):
+    """paged_decode_attention_ref on the CPU: per sequence, one fused attention call over its KV
+    (a view of the cache when its blocks are consecutive). A decode step is many tiny ops, and
+    on a busy CPU each op's threads wait on the others, so fewer ops is what makes it fast."""
+    batch, hq, d = q.shape
+    bs, hkv = k_cache.shape[1], k_cache.shape[2]
+    g = hq // hkv
+    out = torch.zeros(batch, hq, d, dtype=q.dtype)
+    for b, n in enumerate(seq_lens.tolist()):
+        if n <= 0:
+            continue                                          # seq_len 0: zeros, as documented
+        blocks = block_tables[b, : -(-n // bs)].long().clamp(min=0)
+        k = _span(k_cache, k_scale, blocks, n).transpose(0, 1)[None]   # [1, Hkv, n, D]
+        v = _span(v_cache, v_scale, blocks, n).transpose(0, 1)[None]
+        qb = q[b].float().view(1, hkv, g, d)                  # the q heads of one kv head as rows
+        o = F.scaled_dot_product_attention(qb, k, v, scale=sm_scale)
+        out[b] = o.view(hq, d).to(q.dtype)
+    return out
 
 
 def paged_prefill_attention_ref(q, k_cache, v_cache, k_scale, v_scale, block_table,
@@ -120,11 +164,33 @@ def paged_prefill_attention_ref(q, k_cache, v_cache, k_scale, v_scale, block_tab
         return torch.empty_like(q)
     total = start_pos + chunk
     blocks = block_table[: -(-total // bs)].long()
+    g = hq // hkv
+    if not q.is_cuda:
+        return _prefill_cpu(q, k_cache, v_cache, k_scale, v_scale, blocks, start_pos, sm_scale)
     k = _gather(k_cache, k_scale, blocks)[:total].transpose(0, 1)   # [Hkv, total, D]
     v = _gather(v_cache, v_scale, blocks)[:total].transpose(0, 1)
-    g = hq // hkv
     qf = q.float().view(chunk, hkv, g, d).permute(1, 2, 0, 3).reshape(hkv, g * chunk, d)
     pos = start_pos + torch.arange(chunk, device=q.device).repeat(g)        # row r -> r % chunk
     mask = torch.arange(total, device=q.device)[None, :] <= pos[:, None]
+    out = F.scaled_dot_product_attention(qf, k, v, attn_mask=mask, scale=sm_scale)
+    return out.view(hkv, g, chunk, d).permute(2, 0, 1, 3).reshape(chunk, hq, d).to(q.dtype)
+
+
+def _prefill_cpu(q, k_cache, v_cache, k_scale, v_scale, blocks, start_pos: int, sm_scale: float):
+    """paged_prefill_attention_ref on the CPU, where torch's fused (flash) attention kernel runs
+    only on 4-D inputs and is fastest without a mask: a chunk that starts the sequence is plain
+    causal attention (the kernel then skips the masked half); a later chunk passes its mask."""
+    chunk, hq, d = q.shape
+    hkv = k_cache.shape[2]
+    g, total = hq // hkv, start_pos + chunk
+    k = _span(k_cache, k_scale, blocks, total).transpose(0, 1)[None]    # [1, Hkv, total, D]
+    v = _span(v_cache, v_scale, blocks, total).transpose(0, 1)[None]
+    if start_pos == 0:
+        out = F.scaled_dot_product_attention(q.float().transpose(0, 1)[None], k, v, is_causal=True,
+                                             scale=sm_scale, enable_gqa=g > 1)
+        return out[0].transpose(0, 1).to(q.dtype)
+    qf = q.float().view(chunk, hkv, g, d).permute(1, 2, 0, 3).reshape(1, hkv, g * chunk, d)
+    pos = start_pos + torch.arange(chunk).repeat(g)                      # row r -> r % chunk
+    mask = torch.arange(total)[None, :] <= pos[:, None]
     out = F.scaled_dot_product_attention(qf, k, v, attn_mask=mask, scale=sm_scale)
     return out.view(hkv, g, chunk, d).permute(2, 0, 1, 3).reshape(chunk, hq, d).to(q.dtype)

@@ -1,32 +1,37 @@
-"""Projection weights stored column-major ([in, out] in memory) on CUDA.
+"""Projection weights stored column-major ([in, out] in memory) on CUDA and on the CPU.
 
 A checkpoint stores a linear layer's weight as [out, in], rows contiguous, and F.linear then
-asks cuBLAS for x @ W^T. With the same weight stored transposed, the product is x @ Wt over a
+asks the BLAS for x @ W^T. With the same weight stored transposed, the product is x @ Wt over a
 contiguous [in, out] matrix, for which cuBLAS picks other kernels that run the decode-sized
-projections faster (`python -m engine.benchmarks.projections`; figures in docs/perf/engine.md).
-The parameter keeps its logical [out, in]
-shape, so nothing else changes; only its strides do. A weight shared with the embedding
-(tied lm_head) stays as it is: the embedding looks up rows."""
+projections faster (`python -m engine.benchmarks.projections`; figures in docs/perf/engine.md),
+and the CPU's BLAS runs both the one-row decode products and the prefill products faster
+(docs/perf/reference-model.md). The parameter keeps its logical [out, in] shape, so nothing
+else changes; only its strides do. A weight shared with the embedding (tied lm_head) moves only
+when asked (tied=True): the embedding then reads each row strided, which costs little next to
+the vocabulary-sized product it speeds up, and no second copy of the matrix is kept."""
 from __future__ import annotations
 
 import torch
 from torch import nn
 
 
-def set_projection_layout(model: nn.Module, column_major: bool) -> None:
-    """Re-lay every nn.Linear weight of model (one at a time, so the peak is one extra copy).
+def set_projection_layout(model: nn.Module, column_major: bool, tied: bool = False) -> None:
+    """Re-lay every nn.Linear weight of model (one at a time, so the peak is one extra copy);
+    tied=True also re-lays a weight shared with the embedding, which keeps sharing it.
 
     Call it before an engine captures CUDA graphs over the model (engine.model.weights.build_model
     does, on CUDA): a captured graph keeps reading the tensors it was captured with."""
     embed = getattr(model, "embed", None)
     shared = embed.weight.data_ptr() if embed is not None else None
     for mod in model.modules():
-        if not isinstance(mod, nn.Linear) or mod.weight.data_ptr() == shared:
+        if not isinstance(mod, nn.Linear) or (mod.weight.data_ptr() == shared and not tied):
             continue
         w = mod.weight.data
         new = w.t().contiguous().t() if column_major else w.contiguous()
         if new.data_ptr() != w.data_ptr():
             mod.weight = nn.Parameter(new, requires_grad=False)
+            if w.data_ptr() == shared:
+                embed.weight = mod.weight
 
 
 def is_column_major(w: torch.Tensor) -> bool:

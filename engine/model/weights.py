@@ -83,6 +83,8 @@ def build_model(cfg: ModelConfig, hf: dict[str, torch.Tensor], dtype: torch.dtyp
         model.lm_head.weight = model.embed.weight
     if torch.device(device).type == "cuda":
         set_projection_layout(model, column_major=True)
+    else:
+        set_projection_layout(model, column_major=True, tied=True)
     model.setup_rope(device)
     return model.eval()
 

@@ -35,11 +35,21 @@ def graph_buckets(max_concurrency: int) -> list[int]:
     return out + [b for b in GRAPH_BATCH_SIZES if b >= max_concurrency][:1]
 
 
+def default_prefill_chunk(device: torch.device, max_model_len: int) -> int:
+    """Prompt tokens per prefill step when the caller names none.
+
+    On CUDA, 256: a long prompt then shares the GPU step by step with the decoding sequences.
+    On the CPU, the whole prompt in one pass: the fused causal attention kernel then skips the
+    masked half of the scores, which it cannot do for a chunk over a cached prefix (that takes
+    a mask), and a pass is fewer, larger ops (docs/perf/reference-model.md)."""
+    return 256 if device.type == "cuda" else max_model_len
+
+
 class LLM(SessionStore):
     """One model, one KV pool, one scheduling thread. See docs/INTERFACES.md (Engine)."""
 
     def __init__(self, model_dir, *, dtype="auto", kv_dtype="auto", device="auto", kv_budget_bytes=None,
-                 kv_capacity_tokens=None, block_size=16, prefill_chunk=256, max_concurrency=8,
+                 kv_capacity_tokens=None, block_size=16, prefill_chunk=None, max_concurrency=8,
                  max_pending=64, pending_timeout_s=30.0, spec="none", draft_tokens=7,
                  max_model_len=None, cuda_graphs=True, attention="auto", compile_ops=None):
         if spec not in ("none", "ngram"):
@@ -48,7 +58,8 @@ class LLM(SessionStore):
             raise ValueError(f"attention must be one of {ATTENTION_BACKENDS}, got {attention!r}")
         if not 1 <= int(draft_tokens) <= MAX_DRAFT:
             raise ValueError(f"draft_tokens must be 1..{MAX_DRAFT}, got {draft_tokens!r}")
-        for name, val in (("block_size", block_size), ("prefill_chunk", prefill_chunk),
+        chunk = 1 if prefill_chunk is None else prefill_chunk         # None: default_prefill_chunk
+        for name, val in (("block_size", block_size), ("prefill_chunk", chunk),
                           ("max_concurrency", max_concurrency), ("max_pending", max_pending)):
             if not isinstance(val, int) or val < 1:
                 raise ValueError(f"{name} must be a positive int, got {val!r}")
@@ -67,6 +78,8 @@ class LLM(SessionStore):
         self.pool = KVPool(self.config, num_blocks, block_size, self.kv_dtype, self.device)
         self.blocks = BlockManager(num_blocks, block_size)
         self.ops = kernel_ops.select(self.device, attention)
+        if prefill_chunk is None:
+            prefill_chunk = default_prefill_chunk(self.device, self.max_model_len)
         max_blocks = -(-self.max_model_len // block_size)
         self.runner = ModelRunner(self.model, self.pool, self.ops, max_blocks,
                                   cuda_graphs=cuda_graphs and self.device.type == "cuda",

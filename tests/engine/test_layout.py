@@ -21,7 +21,10 @@ def test_same_tokens_and_shapes_in_either_layout(tiny_dir, device):
               cuda_graphs=False)
     model = llm.model
     prompts = [[1, 2, 3, 4, 5], list(range(10, 40))]
-    set_projection_layout(model, column_major=False)
+    if torch.device(device).type == "cpu":   # the CPU lays out every projection, the tied lm_head too
+        assert is_column_major(model.layers[0].attn.qkv.weight) and is_column_major(model.lm_head.weight)
+        assert model.lm_head.weight is model.embed.weight or not model.cfg.tie_word_embeddings
+    set_projection_layout(model, column_major=False, tied=True)
     qkv = model.layers[0].attn.qkv.weight
     assert qkv.is_contiguous() and not is_column_major(qkv)
     row = _tokens(llm, prompts)
@@ -41,3 +44,9 @@ def test_same_tokens_and_shapes_in_either_layout(tiny_dir, device):
 
     set_projection_layout(model, column_major=True)              # idempotent: no copy
     assert model.layers[0].attn.qkv.weight.data_ptr() == qkv.data_ptr()
+
+    set_projection_layout(model, column_major=True, tied=True)   # the CPU's layout: lm_head too
+    assert is_column_major(model.lm_head.weight)
+    if model.cfg.tie_word_embeddings:            # still one matrix, its rows now read strided
+        assert model.lm_head.weight is model.embed.weight
+    assert _tokens(llm, prompts) == row

@@ -1,0 +1,153 @@
+"""`python -m engine.benchmarks.cpu_reference`: the engine against transformers on the CPU, on the
+reference model's float32 weights, side by side in one run.
+
+Rows: long-prompt prefill (the CPU qualification lanes prefill prompts of 7,000+ tokens) and
+batch-1 greedy decode after a short chat prompt. Both runners load the same imported model
+directory (the GGUF's float32 dequantization), compute in float32 and get the same token ids.
+Each round runs the engine and then transformers on every row, so a change in the machine's
+load hits both alike; the table gives each row's median over the rounds and the ratio.
+
+    python -m engine.benchmarks.cpu_reference --model .assay/models/smollm2-135m-instruct
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+from engine.model.chat import render_chat
+from engine.runtime.llm import LLM
+from engine.runtime.sampling import SamplingParams
+
+DEFAULT_MODEL = ".assay/models/smollm2-135m-instruct"
+DECODE_QUESTION = "Write a short story about a lighthouse keeper."
+
+
+def long_prompt(tokenize, n: int) -> list[int]:
+    """n token ids of real text: this package's own source, repeated as needed."""
+    root = Path(__file__).resolve().parents[1]
+    text = "\n".join(p.read_text(encoding="utf-8") for p in sorted(root.rglob("*.py")))
+    ids = tokenize(text)
+    while len(ids) < n:
+        ids = ids + ids
+    return ids[:n]
+
+
+class Engine:
+    name = "engine"
+
+    def __init__(self, model_dir: str, max_len: int, prefill_chunk: int | None):
+        kw = {} if prefill_chunk is None else {"prefill_chunk": prefill_chunk}
+        self.llm = LLM(model_dir, dtype="float32", kv_dtype="float32", device="cpu", max_concurrency=1,
+                       kv_capacity_tokens=max_len + 64, max_model_len=max_len, pending_timeout_s=3600.0, **kw)
+        self.tokenize = self.llm.tokenizer.encode
+
+    def greedy(self, ids: list[int], n: int) -> list[int]:
+        params = SamplingParams(max_new_tokens=n, ignore_eos=True)
+        return self.llm.generate(ids, params, timeout=3600).token_ids
+
+    def close(self) -> None:
+        self.llm.stop()
+
+
+class Transformers:
+    name = "transformers"
+
+    def __init__(self, model_dir: str):
+        from transformers import AutoModelForCausalLM
+        self.model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32).eval()
+
+    def greedy(self, ids: list[int], n: int) -> list[int]:
+        with torch.inference_mode():
+            out = self.model.generate(torch.tensor([ids]), max_new_tokens=n, min_new_tokens=n,
+                                      do_sample=False, pad_token_id=0, eos_token_id=None)
+        return out[0, len(ids):].tolist()
+
+    def close(self) -> None:
+        pass
+
+
+def timed(fn) -> tuple[float, list[int]]:
+    t = time.perf_counter()
+    out = fn()
+    return time.perf_counter() - t, out
+
+
+def prefill_tok_s(runner, ids: list[int]) -> tuple[float, list[int]]:
+    """Prompt tokens per second to the first generated token (prefill plus one greedy step)."""
+    dt, out = timed(lambda: runner.greedy(ids, 1))
+    return len(ids) / dt, out
+
+
+def decode_tok_s(runner, ids: list[int], n: int) -> tuple[float, list[int]]:
+    """Decode alone: (n - 1) tokens over time(n tokens) - time(1 token)."""
+    t1, _ = timed(lambda: runner.greedy(ids, 1))
+    tn, out = timed(lambda: runner.greedy(ids, n))
+    return (n - 1) / max(tn - t1, 1e-9), out
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m engine.benchmarks.cpu_reference", description=__doc__.splitlines()[0])
+    ap.add_argument("--model", default=DEFAULT_MODEL, help="imported model directory (float32 safetensors)")
+    ap.add_argument("--prompt-tokens", type=int, default=7400)
+    ap.add_argument("--new-tokens", type=int, default=64)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--prefill-chunk", type=int, default=None, help="the engine's prefill_chunk (default: its own)")
+    ap.add_argument("--json", help="also write the numbers to this file")
+    args = ap.parse_args(argv)
+    if not (Path(args.model) / "config.json").is_file():
+        print(f"cpu_reference: no model directory at {args.model} (run `make model`)", file=sys.stderr)
+        return 2
+    torch.set_num_threads(args.threads)
+    max_len = args.prompt_tokens + args.new_tokens + 64
+    runners = [Engine(args.model, max_len, args.prefill_chunk), Transformers(args.model)]
+    enc = runners[0].tokenize
+    long_ids = long_prompt(enc, args.prompt_tokens)
+    chat_ids = enc(render_chat(args.model, [{"role": "user", "content": DECODE_QUESTION}]))
+    for r in runners:                       # warm-up: first-call allocations and thread pools
+        r.greedy(chat_ids, 2)
+    rows = {"prefill": {r.name: [] for r in runners}, "decode": {r.name: [] for r in runners}}
+    same = {"prefill": True, "decode": True}
+    for _ in range(args.rounds):
+        outs = {}
+        for r in runners:
+            rate, out = prefill_tok_s(r, long_ids)
+            rows["prefill"][r.name].append(rate)
+            outs.setdefault("prefill", []).append(out)
+            rate, out = decode_tok_s(r, chat_ids, args.new_tokens)
+            rows["decode"][r.name].append(rate)
+            outs.setdefault("decode", []).append(out)
+        for k in same:
+            same[k] = same[k] and outs[k][0] == outs[k][1]
+    for r in runners:
+        r.close()
+    med = {k: {n: statistics.median(v) for n, v in per.items()} for k, per in rows.items()}
+    result = {
+        "machine": {"cpu": platform.processor() or platform.machine(), "cores": os.cpu_count(),
+                    "threads": args.threads, "load_avg_1m": os.getloadavg()[0], "torch": torch.__version__},
+        "model": args.model, "prompt_tokens": {"prefill": len(long_ids), "decode": len(chat_ids)},
+        "new_tokens": args.new_tokens, "rounds": args.rounds, "prefill_chunk": runners[0].llm.scheduler.prefill_chunk,
+        "tok_s_median": med, "tok_s_all": rows, "greedy_tokens_identical": same,
+        "ratio_engine_over_transformers": {k: v["engine"] / v["transformers"] for k, v in med.items()},
+    }
+    print(f"{'row':<34}{'engine tok/s':>14}{'transformers tok/s':>20}{'ratio':>8}{'same tokens':>13}")
+    labels = {"prefill": f"prefill, {len(long_ids)}-token prompt", "decode": f"decode, batch 1, {args.new_tokens} new"}
+    for k, label in labels.items():
+        e, t = med[k]["engine"], med[k]["transformers"]
+        print(f"{label:<34}{e:>14.1f}{t:>20.1f}{e / t:>8.2f}{str(same[k]):>13}")
+    print(json.dumps(result, sort_keys=True))
+    if args.json:
+        Path(args.json).write_text(json.dumps(result, sort_keys=True, indent=2) + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
