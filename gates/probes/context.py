@@ -1,4 +1,4 @@
-"""Exact retrieval near the model's maximum context: one needle (a key=value line) per prompt,
+"""Exact retrieval near the model's maximum context: one needle (a key and its value) per prompt,
 at several depths of one haystack. The prompts are sent deepest needle first under one
 prompt_cache_key, so each later prompt reuses the haystack before its own needle and only the
 part after the needle is prefilled again."""
@@ -17,13 +17,13 @@ KEY = "vault_code"
 
 
 def prompt_for(blocks, depth, key, value):
-    """The question is asked before the haystack too (a small model retrieves far better when it
-    knows what to look for), with the same key in every prompt, so that the prompts still share
-    everything up to their needle."""
+    """One needle line, `The secret <key> is <value>.` (a key and its value), at `depth` of a
+    haystack of filler blocks, then the question. The same key in every prompt, so the prompts
+    share everything up to their needle. Why this wording and not a bare `key=value` line:
+    docs/LANES.md (context)."""
     parts = [FILLER] * blocks
-    parts.insert(int(round(blocks * depth)), f"\n{key}={value}\n")
-    return (f"Find the value of {key} in the log below.\n\n" + "".join(parts)
-            + f"\nWhat is the value of {key}? Answer with the six digits only.")
+    parts.insert(int(round(blocks * depth)), f"\nThe secret {key} is {value}.\n")
+    return "".join(parts) + f"\nWhat is the secret {key}? Answer with the six digits only."
 
 
 def answer_value(text):
