@@ -4,8 +4,9 @@ reference model's float32 weights, side by side in one run.
 Rows: long-prompt prefill (the CPU qualification lanes prefill prompts of 7,000+ tokens) and
 batch-1 greedy decode after a short chat prompt. Both runners load the same imported model
 directory (the GGUF's float32 dequantization), compute in float32 and get the same token ids.
-Each round runs the engine and then transformers on every row, so a change in the machine's
-load hits both alike; the table gives each row's median over the rounds and the ratio.
+Each round runs the two back to back on each row, alternating which goes first, so a change
+in the machine's load hits both alike; the table gives each row's medians over the rounds, their
+ratio, and the median of the per-round (back-to-back) ratios.
 
     python -m engine.benchmarks.cpu_reference --model .assay/models/smollm2-135m-instruct
 """
@@ -114,19 +115,24 @@ def main(argv=None) -> int:
     chat_ids = enc(render_chat(args.model, [{"role": "user", "content": DECODE_QUESTION}]))
     for r in runners:                       # warm-up: first-call allocations and thread pools
         r.greedy(chat_ids, 2)
-    rows = {"prefill": {r.name: [] for r in runners}, "decode": {r.name: [] for r in runners}}
-    same = {"prefill": True, "decode": True}
-    for _ in range(args.rounds):
-        outs = {}
-        for r in runners:
-            rate, out = prefill_tok_s(r, long_ids)
-            rows["prefill"][r.name].append(rate)
-            outs.setdefault("prefill", []).append(out)
-            rate, out = decode_tok_s(r, chat_ids, args.new_tokens)
-            rows["decode"][r.name].append(rate)
-            outs.setdefault("decode", []).append(out)
-        for k in same:
-            same[k] = same[k] and outs[k][0] == outs[k][1]
+    measure = {"prefill": lambda r: prefill_tok_s(r, long_ids),
+               "decode": lambda r: decode_tok_s(r, chat_ids, args.new_tokens)}
+    rows = {k: {r.name: [] for r in runners} for k in measure}
+    pair_ratios = {k: [] for k in measure}
+    same = {k: True for k in measure}
+    for i in range(args.rounds):
+        for k, fn in measure.items():
+            # The two runners back to back, the order alternating by round, so that drift in the
+            # machine's load lands on both; each pair gives one ratio.
+            order = runners if i % 2 == 0 else runners[::-1]
+            outs = {}
+            for r in order:
+                rate, outs[r.name] = fn(r)
+                rows[k][r.name].append(rate)
+            pair_ratios[k].append(rows[k]["engine"][-1] / rows[k]["transformers"][-1])
+            same[k] = same[k] and outs["engine"] == outs["transformers"]
+            print(f"round {i + 1} {k}: engine {rows[k]['engine'][-1]:.1f} tok/s, transformers "
+                  f"{rows[k]['transformers'][-1]:.1f} tok/s", file=sys.stderr, flush=True)
     for r in runners:
         r.close()
     med = {k: {n: statistics.median(v) for n, v in per.items()} for k, per in rows.items()}
@@ -137,12 +143,16 @@ def main(argv=None) -> int:
         "new_tokens": args.new_tokens, "rounds": args.rounds, "prefill_chunk": runners[0].llm.scheduler.prefill_chunk,
         "tok_s_median": med, "tok_s_all": rows, "greedy_tokens_identical": same,
         "ratio_engine_over_transformers": {k: v["engine"] / v["transformers"] for k, v in med.items()},
+        "pair_ratios": pair_ratios,
+        "pair_ratio_median": {k: statistics.median(v) for k, v in pair_ratios.items()},
     }
-    print(f"{'row':<34}{'engine tok/s':>14}{'transformers tok/s':>20}{'ratio':>8}{'same tokens':>13}")
+    print(f"{'row':<34}{'engine tok/s':>14}{'transformers tok/s':>20}{'ratio':>8}{'pair ratio':>12}"
+          f"{'same tokens':>13}")
     labels = {"prefill": f"prefill, {len(long_ids)}-token prompt", "decode": f"decode, batch 1, {args.new_tokens} new"}
     for k, label in labels.items():
         e, t = med[k]["engine"], med[k]["transformers"]
-        print(f"{label:<34}{e:>14.1f}{t:>20.1f}{e / t:>8.2f}{str(same[k]):>13}")
+        print(f"{label:<34}{e:>14.1f}{t:>20.1f}{e / t:>8.2f}{result['pair_ratio_median'][k]:>12.2f}"
+              f"{str(same[k]):>13}")
     print(json.dumps(result, sort_keys=True))
     if args.json:
         Path(args.json).write_text(json.dumps(result, sort_keys=True, indent=2) + "\n", encoding="utf-8")
