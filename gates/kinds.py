@@ -59,7 +59,7 @@ KINDS: dict[str, LaneKind] = {
     # context prompts of at least 7,000 tokens.
     "cpu-reference": LaneKind(
         "cpu-reference", NATIVE_CHAIN, model="directory", device="cpu",
-        settings={"max_context": 8192, "kv_capacity": 24576, "prefill_chunk": 512, "context_tokens": 7000,
+        settings={"max_context": 8192, "kv_capacity": 24576, "prefill_chunk": 8192, "context_tokens": 7000,
                   "max_hold_s": 1800, "phase_timeout_s": 3600}),
     # Declared for the GPU-lane issue: the whole chain on CUDA. GPU facts are read with
     # nvidia-smi query flags only; nothing on the GPU is ever set.
