@@ -143,10 +143,11 @@ def _trigger_and_approve(cfg, api_url: str, env: dict[str, str], root: Path) -> 
     run_id = match.group(1)
     ui = api_url.removesuffix("/api") + f"/runs/flow-run/{run_id}"
     console.print(f"Triggered {DEPLOYMENT}: flow run {run_id}\n  UI: {ui}")
-    from flows.runs import wait_for_state
+    from flows.runs import LogFollower, wait_for_state
 
     show = lambda state, message: console.print(f"  state: {state}" + (f" ({message})" if message else ""))
-    state = wait_for_state(run_id, {"PAUSED"}, timeout_s=3600, on_change=show)
+    progress = _progress_printer(LogFollower(run_id))
+    state = wait_for_state(run_id, {"PAUSED"}, timeout_s=3600, on_change=show, on_poll=progress)
     if state != "PAUSED":
         console.print(Text(f"the run ended {state} before the approval gate; see {ui}", style="red"))
         return 1
@@ -155,11 +156,29 @@ def _trigger_and_approve(cfg, api_url: str, env: dict[str, str], root: Path) -> 
                "--reason", "make run: the embedded defaults, approved by the local operator"]
     console.print("  $ assay approve " + shlex.join(approve[2:]))
     subprocess.run(approve, env={**os.environ, **env}, check=True, timeout=120)
-    state = wait_for_state(run_id, set(), timeout_s=3600, on_change=show)
+    state = wait_for_state(run_id, set(), timeout_s=3600, on_change=show, on_poll=progress)
     console.print(f"\nFlow run {run_id}: {state}\n  UI: {ui}")
     if state != "COMPLETED":
         return 1
     return _report_published(cfg, run_id)
+
+
+# What of the run's log a person watching `make run` wants: the run starting, each lane's phases,
+# the approval wait and the uploads (the build's own output stays in the UI: hundreds of lines).
+_PROGRESS = re.compile(r"^(Beginning flow run |lane \S+: |Release .* waits|uploaded \d+/)")
+
+
+def _progress_printer(follower):
+    def show() -> None:
+        try:
+            lines = follower.new_lines()
+        except Exception as exc:  # progress is a courtesy: a failed read must not stop the run's watch
+            console.print(Text(f"  (progress unavailable: {exc})"))
+            return
+        for line in lines:
+            if _PROGRESS.search(line):
+                console.print(Text("  " + line.splitlines()[0][:200]))
+    return show
 
 
 def _report_published(cfg, run_id: str) -> int:

@@ -45,12 +45,41 @@ def state_of(flow_run_id: str) -> tuple[str, str | None]:
     return run.state.type.value, run.state.message
 
 
+class LogFollower:
+    """The log lines of one flow run (its tasks' included) not yet seen, oldest first."""
+
+    def __init__(self, flow_run_id: str) -> None:
+        self.flow_run_id = UUID(flow_run_id)
+        self.after = None
+        self.seen: set = set()
+
+    def new_lines(self) -> list[str]:
+        from prefect.client.schemas.filters import LogFilter, LogFilterFlowRunId, LogFilterTimestamp
+        from prefect.client.schemas.sorting import LogSort
+
+        flt = LogFilter(flow_run_id=LogFilterFlowRunId(any_=[self.flow_run_id]),
+                        timestamp=LogFilterTimestamp(after_=self.after) if self.after else None)
+        with get_client(sync_client=True) as client:
+            logs = client.read_logs(log_filter=flt, sort=LogSort.TIMESTAMP_ASC, limit=200)
+        lines = []
+        for log in logs:
+            if log.id in self.seen:  # `after_` is inclusive: the last second's lines come again
+                continue
+            self.seen.add(log.id)
+            self.after = log.timestamp
+            lines.append(log.message)
+        return lines
+
+
 def wait_for_state(flow_run_id: str, wanted: set[str], timeout_s: float, poll_s: float = 2.0,
-                   on_change=None) -> str:
-    """Poll until the run reaches one of `wanted` (or any terminal state); return that state."""
+                   on_change=None, on_poll=None) -> str:
+    """Poll until the run reaches one of `wanted` (or any terminal state); return that state.
+    `on_poll()` runs at every poll (make run prints the run's progress from it)."""
     deadline = time.monotonic() + timeout_s
     last = None
     while True:
+        if on_poll:
+            on_poll()
         state, message = state_of(flow_run_id)
         if state != last and on_change:
             on_change(state, message)

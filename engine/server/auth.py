@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import hmac
+import os
 from pathlib import Path
 
 
@@ -13,9 +14,14 @@ def read_keys(path: str | Path | None) -> list[str]:
     if path is None:
         return []
     try:
+        mode = os.stat(path).st_mode
         text = Path(path).read_text(encoding="utf-8")
     except OSError as e:
         raise KeyFileError(f"{path}: cannot read API key file: {e.strerror}") from None
+    if mode & 0o077:
+        # A key others can read is a key others hold: refuse it rather than serve behind it.
+        raise KeyFileError(f"{path}: API key file is readable by group or others (mode {mode & 0o777:o}); "
+                           "chmod 600 it")
     keys = [ln.strip() for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
     if not keys:
         raise KeyFileError(f"{path}: API key file holds no key")

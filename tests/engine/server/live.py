@@ -40,6 +40,7 @@ class Server:
         profile = json.loads(json.dumps(profile))
         if key is not None:
             (workdir / "keys").write_text("".join(k + "\n" for k in (key, *extra_keys)))
+            (workdir / "keys").chmod(0o600)
             profile["api_key_file"] = "keys"
         profile.setdefault("request_log", "requests.jsonl")
         self.profile_path = workdir / "profile.json"

@@ -63,6 +63,7 @@ def test_shipped_tiny_profile_serves(tiny_model, tmp_path):
     shipped = Path(engine.__file__).parent / "profiles" / "tiny-cpu.json"
     s = Server(tmp_path, {"model": {"path": "unused"}})
     (tmp_path / "keys").write_text("shipped-key\n")
+    (tmp_path / "keys").chmod(0o600)
     s.argv = [sys.executable, "-m", "engine", "serve", "--profile", str(shipped),
               "--model", str(tiny_model), "--port", str(s.port), "--host", "127.0.0.1",
               "--api-key-file", str(tmp_path / "keys")]

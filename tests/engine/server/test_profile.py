@@ -96,3 +96,15 @@ def test_model_path_from_flag_only(tmp_path):
     assert e.value.where == "/model/path" and "--model" in e.value.message
     prof = load_profile(p, model=str(tmp_path / "m"))
     assert prof["model"]["path"] == str(tmp_path / "m") and prof["model"]["name"] == "reference"
+
+
+def test_an_api_key_file_others_can_read_is_refused(tmp_path):
+    from engine.server.auth import KeyFileError, read_keys
+
+    keys = tmp_path / "keys"
+    keys.write_text("k1\n")
+    keys.chmod(0o640)
+    with pytest.raises(KeyFileError, match="readable by group or others .mode 640"):
+        read_keys(keys)
+    keys.chmod(0o600)
+    assert read_keys(keys) == ["k1"]
