@@ -141,7 +141,9 @@ def compose_release(cfg: Config, ws: Workspace, waivers: list[dict]) -> dict:
     signers = build_signers(ref, approvers=cfg.approver_keys, grantors=cfg.waiver_grantors,
                             allow_unsigned_approval=cfg.allow_unsigned_approval)
     manifest = staged.compose(waivers=waivers, ledger=ledger, signers=signers)
-    summary = summaries.manifest_md(manifest, ledger_summary(read_json(staged.root / manifest["ledger"]["path"])))
+    lanes = [staged.predicate(r) for r in manifest["receipts"] if r["kind"] == "lane"]
+    summary = summaries.manifest_md(manifest, ledger_summary(read_json(staged.root / manifest["ledger"]["path"])),
+                                    lanes)
     create_markdown_artifact(key="manifest", markdown=summary, description="The ready manifest")
     return {"manifest": manifest, "summary": summary}
 

@@ -46,13 +46,24 @@ def lane_failure(record: dict) -> str:
     return f"lane {record['lane']} verdict {record['verdict']}: " + "; ".join(bad)
 
 
-def manifest_md(manifest: dict, ledger_md: str = "") -> str:
-    """The approval summary: identity, every receipt with its kind and label, assets, waivers and
-    the review ledger's state."""
+def lanes_md(lanes: list[dict]) -> str:
+    """Each lane's verdict and its phases: status, seconds and why a phase did not pass."""
+    lines = []
+    for lane in lanes:
+        lines += ["", f"### Lane {lane['lane']} ({lane.get('kind', '')}): {lane['verdict']}", "",
+                  "| phase | status | seconds | note |", "|---|---|---|---|"]
+        lines += [f"| {p['name']} | {p['status']} | {p['facts'].get('seconds', '')} | {cell(p['facts'].get('reason', ''))} |"
+                  for p in lane["phases"]]
+    return "\n".join(lines)
+
+
+def manifest_md(manifest: dict, ledger_md: str = "", lanes: list[dict] = ()) -> str:
+    """The approval summary: identity, each lane's phases, every receipt with its kind and label,
+    assets, waivers and the review ledger's state."""
     cand = manifest["candidate"]
     lines = [f"## Release {manifest['version']} — {manifest['state']}", "",
              f"Candidate `{cand['commit']}` (tree `{cand['tree'][:12]}`, id `{cand['id'][:16]}`)", "",
-             "| receipt | label | sha256 |", "|---|---|---|"]
+             lanes_md(list(lanes)), "", "| receipt | label | sha256 |", "|---|---|---|"]
     lines += [f"| {r['kind']} | {cell(r['label'] or '')} | `{r['sha256'][:16]}` |" for r in manifest.get("receipts", [])]
     lines += ["", "| asset | sha256 |", "|---|---|"]
     lines += [f"| {a['path']} | `{a['sha256'][:16]}` |" for a in manifest.get("artifacts", []) + manifest.get("sboms", [])]

@@ -166,6 +166,12 @@ class ReleaseStager:
         self.dir.write_manifest(manifest, self._key)
         return manifest
 
+    def predicate(self, entry: dict, signer: Ed25519PublicKey | None = None) -> dict:
+        """The predicate of a staged receipt, opened with `signer` (default: the release key)."""
+        envelope = load_json_bytes((self.root / entry["path"]).read_bytes(), where=entry["path"])
+        return receipts.open_receipt(envelope, signer or self.public_key, expected_kind=entry["kind"],
+                                     where=entry["path"])[1]
+
     def manifest(self) -> dict:
         """The manifest as written last (ready after compose, published after an approval)."""
         return mf.load_manifest((self.root / MANIFEST).read_bytes())
