@@ -7,8 +7,8 @@ from gates.public import host_paths, scrub, scrub_text
 
 
 def test_scrub_replaces_roots_then_other_absolute_paths():
-    text = "File /home/ada/src/assay/.assay/work/x/venv/lib/engine/a.py, line 3; tmp /tmp/q/r.json"
-    out = scrub_text(text, [("/home/ada/src/assay/.assay/work/x", "<workdir>")])
+    text = "File /home/someone/src/assay/.assay/work/x/venv/lib/engine/a.py, line 3; tmp /tmp/q/r.json"
+    out = scrub_text(text, [("/home/someone/src/assay/.assay/work/x", "<workdir>")])
     assert out == "File <workdir>/venv/lib/engine/a.py, line 3; tmp <path>"
     assert scrub_text("GET /v1/models then http://127.0.0.1:8000/v1/chat/completions") == \
         "GET /v1/models then http://127.0.0.1:8000/v1/chat/completions"
