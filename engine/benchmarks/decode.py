@@ -59,7 +59,7 @@ def synthetic_decode(llm: LLM, batch: int, ctx: int, steps: int, warmup: int = 5
         seq.kv_len, seq.status, seq.t_admit = ctx - 1, Status.DECODE, time.monotonic()
         sched.active.append(seq)
         seqs.append(seq)
-    with llm._cond:                    # the scheduling thread must not step at the same time
+    with llm.paused():                 # the scheduling thread must not step at the same time
         for _ in range(warmup):
             sched.step()
         sync(llm.device)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import threading
+from contextlib import contextmanager
 
 import torch
 
@@ -94,6 +95,13 @@ class LLM(SessionStore):
         self._thread: threading.Thread | None = None
         self._running = False
         self._fatal: BaseException | None = None
+
+    @contextmanager
+    def paused(self):
+        """Hold the scheduling lock for the block: no step runs inside it, so requests submitted
+        there stay pending and the pool and runner can be used consistently from this thread."""
+        with self._cond:
+            yield
 
     def _load(self, model_dir, dtype, max_model_len):
         """(config, Transformer on self.device, Tokenizer) from a model directory."""

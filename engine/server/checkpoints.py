@@ -95,7 +95,8 @@ class CheckpointStore:
         self.key_id = hashlib.sha256(origin_auth_key).hexdigest()[:16] if origin_auth_key else None
         self._lock = threading.Lock()
 
-    def _session_dir(self, session: str) -> Path:
+    def session_dir(self, session: str) -> Path:
+        """Where a session's checkpoints live: a folder named by the sha256 of its key."""
         return self.root / hashlib.sha256(session.encode("utf-8")).hexdigest()
 
     def _mac(self, manifest: dict[str, Any]) -> str:
@@ -106,7 +107,7 @@ class CheckpointStore:
     def save(self, session: str, token_ids: list[int], tensors: dict[str, Any]) -> dict[str, Any]:
         """Write a new generation, manifest last, then swap `current`; returns the manifest."""
         from safetensors.torch import save_file
-        sdir = self._session_dir(session)
+        sdir = self.session_dir(session)
         gen = f"g{time.time_ns():020d}-{uuid.uuid4().hex[:8]}"
         gdir = sdir / gen
         with self._lock:
@@ -151,7 +152,7 @@ class CheckpointStore:
             total -= sizes[d]
 
     def inspect(self, session: str) -> CheckpointInfo:
-        sdir = self._session_dir(session)
+        sdir = self.session_dir(session)
         cur = sdir / "current"
         if not cur.exists():
             return CheckpointInfo("missing")
@@ -199,7 +200,7 @@ class CheckpointStore:
             return info, None
         # the generation inspect() verified, not a second read of `current`, which may have
         # been replaced meanwhile
-        gdir = self._session_dir(session) / info.generation
+        gdir = self.session_dir(session) / info.generation
         try:
             tokens = json.loads((gdir / "tokens.json").read_bytes())
             tensors = load_file(str(gdir / "tensors.safetensors"))
@@ -210,7 +211,7 @@ class CheckpointStore:
         return info, LoadedCheckpoint(token_ids=[int(t) for t in tokens], tensors=tensors)
 
     def delete(self, session: str) -> bool:
-        sdir = self._session_dir(session)
+        sdir = self.session_dir(session)
         with self._lock:
             if not sdir.exists():
                 return False

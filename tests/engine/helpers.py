@@ -12,7 +12,7 @@ def engine_logits(llm, ids: list[int]) -> torch.Tensor:
     seq = Sequence(ids, SamplingParams(max_new_tokens=1), None, 1)
     seq.blocks = llm.blocks.allocate(llm.blocks.blocks_needed(len(ids)))
     try:
-        with llm._cond:
+        with llm.paused():
             return llm.runner.run_window(seq, ids, all_logits=True).cpu()
     finally:
         llm.blocks.free(seq.blocks)

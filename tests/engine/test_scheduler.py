@@ -64,7 +64,7 @@ def test_pending_timeout_and_queue_full(qwen3_dir, device):
     try:
         # Holding the engine's lock stops its scheduling thread, so both requests stay pending
         # however fast the machine is.
-        with llm._cond:
+        with llm.paused():
             a = llm.submit([1, 2, 3], greedy(4))
             b = llm.submit([4, 5, 6], greedy(4))
             with pytest.raises(QueueFull) as e:

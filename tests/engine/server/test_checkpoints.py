@@ -15,7 +15,7 @@ def _tensors(n=8):
 
 
 def _gen_dir(store, session):
-    sdir = store._session_dir(session)
+    sdir = store.session_dir(session)
     return sdir / (sdir / "current").read_text()
 
 
@@ -37,7 +37,7 @@ def test_resave_replaces_generation(tmp_path):
     s = CheckpointStore(tmp_path, IDENT, 1 << 20)
     s.save("k", [1], _tensors())
     s.save("k", [1, 2], _tensors())
-    sdir = s._session_dir("k")
+    sdir = s.session_dir("k")
     assert len([d for d in sdir.iterdir() if d.is_dir()]) == 1
     assert s.load("k")[1].token_ids == [1, 2]
 
@@ -105,7 +105,7 @@ def test_current_pointing_at_another_session_is_refused(tmp_path, key):
     s.save("victim", [7, 8, 9], _tensors())
     s.save("attacker", [1], _tensors())
     victim = _gen_dir(s, "victim")
-    cur = s._session_dir("attacker") / "current"
+    cur = s.session_dir("attacker") / "current"
     cur.write_text(f"../{victim.parent.name}/{victim.name}")
     info, ck = s.load("attacker")
     assert info.status == "corrupt" and ck is None
@@ -113,7 +113,7 @@ def test_current_pointing_at_another_session_is_refused(tmp_path, key):
     # absolute paths and symlinked generation folders are refused the same way
     cur.write_text(str(victim))
     assert s.inspect("attacker").status == "corrupt"
-    link = s._session_dir("attacker") / ("g" + "0" * 20 + "-" + "a" * 8)
+    link = s.session_dir("attacker") / ("g" + "0" * 20 + "-" + "a" * 8)
     link.symlink_to(victim, target_is_directory=True)
     cur.write_text(link.name)
     assert s.load("attacker")[0].status == "corrupt"
@@ -129,7 +129,7 @@ def test_generation_copied_from_another_session_is_refused(tmp_path, key):
     s.save("victim", [7, 8, 9], _tensors())
     s.save("attacker", [1], _tensors())
     victim = _gen_dir(s, "victim")
-    adir = s._session_dir("attacker")
+    adir = s.session_dir("attacker")
     shutil.rmtree(_gen_dir(s, "attacker"))
     shutil.copytree(victim, adir / victim.name)
     (adir / "current").write_text(victim.name)
