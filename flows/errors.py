@@ -24,6 +24,10 @@ class LaneFailed(FlowFailure):
     """A lane's verdict is not pass."""
 
 
+class GateFailed(FlowFailure):
+    """A judged gate fails (or cannot decide) and no waiver names exactly its finding."""
+
+
 class StagedReleaseInvalid(FlowFailure):
     """The staged release directory does not verify."""
 

@@ -44,6 +44,8 @@ def release_candidate(config: str | None = None, ref: str = "HEAD", allow_dirty:
     steps.package_release(cfg, ws, candidate, builds)
     for lane in cfg.lanes:
         steps.qualify_lane(cfg, ws, candidate, lane, steps.wheel_of(builds[0]))
+        if lane.gates:
+            steps.judge_lane(cfg, ws, candidate, lane, steps.wheel_of(builds[0]), waiver_records)
     ready = steps.compose_release(cfg, ws, waiver_records)
     steps.verify_staged(cfg, ws)
 

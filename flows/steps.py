@@ -11,13 +11,15 @@ from prefect.runtime import task_run
 from prefect.artifacts import create_link_artifact, create_markdown_artifact, create_table_artifact
 
 from builders import compare, provenance, recipe, sbom, snapshot
+from builders.incumbent import resolve_incumbent
 from flows import summaries
 from flows.config import Config, Lane
-from flows.errors import LaneFailed, NotReproducible, StagedReleaseInvalid
+from flows.errors import GateFailed, LaneFailed, NotReproducible, StagedReleaseInvalid
 from flows.gpu_slot import gpu_slot
 from flows.hostmap import host_for
 from flows.stores import open_store, store_location
 from flows.workspace import Workspace
+from gates.judged import lane as judged_lane
 from gates.qualify import qualify
 from hosts.errors import HostLost
 from releases import keys
@@ -129,6 +131,36 @@ def qualify_lane(cfg: Config, ws: Workspace, candidate: dict, lane: Lane, wheel:
     if result.verdict != "pass":
         raise LaneFailed(summaries.lane_failure(result.record))
     return result.record
+
+
+@task(name="judged gates")
+def judge_lane(cfg: Config, ws: Workspace, candidate: dict, lane: Lane, wheel: Path, waivers: list[dict],
+               stage: bool = True) -> dict:
+    """Serve the candidate and the incumbent side by side in one window of the lane's host and
+    judge them (ABBA speed, quality screen, determinism, TTFT parity); stage the four verdicts."""
+    log = get_run_logger()
+    say = lambda line: log.info("lane %s: %s", lane.name, line)  # noqa: E731
+    inc = resolve_incumbent(cfg.incumbent, repo_dir=cfg.source, state_dir=cfg.state_dir, store=open_store(cfg),
+                            subdir=cfg.subdir, progress=say)
+    local_key = keys.load_private_key(keys.ensure_local_key(cfg.keys_dir)[0])  # a local lane signs as the pipeline
+    with gpu_slot(lane.gpu, lane.host):
+        result = judged_lane.judge_lane(
+            host_for(cfg, lane.host), cfg.lane_spec(lane.name), candidate_ref(candidate), candidate["package"]["version"],
+            wheel, inc.wheel, inc.identity, ws.lane(lane.name) / "judged", key=local_key, lane_gates=lane.gates,
+            waivers=[w for w in waivers if w.get("scope") == "gate"], progress=say)
+    if stage:
+        staged = stager(cfg, ws)
+        for kind, label, path in result.receipts:
+            staged.add_signed_receipt(kind, load_json_bytes(path.read_bytes(), where=path.name), label,
+                                      signer=local_key.public_key())
+    create_table_artifact(key=f"judged-{_artifact_key(lane.name)}", table=summaries.verdicts_table(result.verdicts),
+                          description=f"Judged gates on {lane.name} against incumbent {inc.identity['version']}")
+    if not result.window["restored"] or not result.window["audit"]["ok"]:
+        raise LaneFailed(f"lane {lane.name}: the judged-gates window did not restore the host as found: "
+                         f"{result.window['restore_diff']}")
+    if result.blocking:
+        raise GateFailed(summaries.gate_failure(lane.name, result.blocking))
+    return {kind: v["verdict"] for kind, v in result.verdicts.items()}
 
 
 @task(name="compose manifest")

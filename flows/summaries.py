@@ -57,6 +57,22 @@ def lanes_md(lanes: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def verdicts_table(verdicts: dict[str, dict]) -> list[dict]:
+    return [{"gate": kind, "verdict": v["verdict"], "blocking": v["judged"]["blocking"],
+             "findings": "; ".join(f"{f['case']}: {f['measured']}" for f in v["judged"]["findings"][:10])}
+            for kind, v in verdicts.items()]
+
+
+def gate_failure(lane: str, blocking: list[dict]) -> str:
+    """Names each blocking gate, its cases and measured values, and what the judge said."""
+    parts = []
+    for v in blocking:
+        findings = ", ".join(f"case {f['case']} measured {f['measured']}" for f in v["judged"]["findings"][:5])
+        reasons = "; ".join(v.get("reasons", [])[:3])
+        parts.append(f"{v['kind']} is {v['verdict']} ({findings or 'no finding'}{': ' + reasons if reasons else ''})")
+    return f"lane {lane}: " + "; ".join(parts) + ". A waiver must name exactly the gate, lane, case and measured value."
+
+
 def manifest_md(manifest: dict, ledger_md: str = "", lanes: list[dict] = ()) -> str:
     """The approval summary: identity, each lane's phases, every receipt with its kind and label,
     assets, waivers and the review ledger's state."""

@@ -131,6 +131,24 @@ def _check_phase_binding(check: Checker, rel: str, pred: dict, manifest: dict) -
                 check.fail(rel, f"payload/predicate/phases/{i}", f"phase {phase['name']} has no bound phase receipt")
 
 
+def _check_verdicts_waived(check: Checker, preds: dict[str, list[tuple[str, dict]]], waivers: dict[str, dict]) -> None:
+    """A verdict that did not pass blocks the release unless the waivers it records as applied are
+    bound by this manifest (by digest) and it no longer blocks."""
+    bound = {digest(w) for w in waivers.values()}
+    for kind in sorted(k for k in preds if k.startswith("verdict-")):
+        for rel, p in preds[kind]:
+            if p["verdict"] == "pass":
+                continue
+            judged = p.get("judged") or {}
+            applied = [w for w in judged.get("waivers", []) if w["applied"]]
+            if judged.get("blocking", True) or not applied:
+                check.fail(rel, "payload/predicate/verdict", f"{kind} is {p['verdict']} and no waiver covers it")
+            for w in applied:
+                if w["sha256"] not in bound:
+                    check.fail(rel, "payload/predicate/judged/waivers",
+                               f"{kind} was waived by {w['id'] or w['sha256'][:16]}, which this release does not bind")
+
+
 def _check_ready(check: Checker, preds: dict[str, list[tuple[str, dict]]], waivers: dict[str, dict]) -> None:
     phases = {p["label"]: (r, p) for r, p in preds.get("phase", [])}
     for rel, p in preds.get("lane", []):
@@ -139,6 +157,7 @@ def _check_ready(check: Checker, preds: dict[str, list[tuple[str, dict]]], waive
             if p["verdict"] == "pass" and phase is not None and phase["status"] != "pass":
                 check.fail(phase_rel, "payload/predicate/status",
                            f"phase {bound['label']} is {phase['status']} under a passing lane")
+    _check_verdicts_waived(check, preds, waivers)
     lanes = preds.get("lane", [])
     if not any(p["verdict"] == "pass" for _, p in lanes):
         check.fail("manifest.json", "receipts", "no lane receipt with verdict pass")

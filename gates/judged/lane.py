@@ -1,0 +1,101 @@
+"""The judged gates in a lane window: the candidate's wheel and the incumbent's, each installed in
+an environment of its own and served on the same host and model, judged side by side, then both
+engines stopped and the host restored and independently audited — always, as in every window.
+
+Each verdict is signed as a receipt of its kind (`verdict-abba`, ...) labelled with the lane, whose
+subjects are the two wheels by sha256; the verdicts name the incumbent's identity."""
+
+from __future__ import annotations
+
+import posixpath
+import sys
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+from gates.judged.client import Endpoint
+from gates.judged.run import KINDS, run_judged
+from gates.judged.waivers import blocks
+from gates.qualify import default_lease_path, default_workdir
+from gates.runtime import LaneRuntime
+from gates.spec import LaneSpec
+from gates.window import LaneWindow
+from hosts import audit
+from releases.atomic import write_atomic
+from releases.canonical import canonical_json, file_sha256
+from releases.receipts import sign_receipt, subject
+from releases.release_dir import receipt_path
+
+
+@dataclass
+class JudgedLane:
+    lane: str
+    verdicts: dict[str, dict]                   # kind -> judged verdict record
+    receipts: list[tuple[str, str, Path]]       # (kind, label, envelope path), in KINDS order
+    window: dict                                # restored, restore_diff, held_s, audit {ok, checks}
+
+    @property
+    def blocking(self) -> list[dict]:
+        """The verdicts that block the release (fail or inconclusive, not covered by waivers)."""
+        return [v for v in self.verdicts.values() if blocks(v)]
+
+
+def _served(rt: LaneRuntime, role: str) -> Endpoint:
+    return Endpoint(role, rt.ensure_engine().base, rt.api_key())
+
+
+def _restarter(rt: LaneRuntime, role: str) -> Callable[[], Endpoint]:
+    def restart() -> Endpoint:  # a fresh server on the same state: checkpoints survive (docs/API.md)
+        rt.stop_engine()
+        return _served(rt, role)
+    return restart
+
+
+def judge_lane(host, spec: LaneSpec, candidate_ref: dict, version: str, wheel: Path, incumbent_wheel: Path,
+               incumbent_identity: dict, out_dir: Path, *, key: Ed25519PrivateKey, lane_gates: dict | None,
+               waivers: list[dict] = (), base_python: str | None = None,
+               progress: Callable[[str], None] | None = None) -> JudgedLane:
+    """Run the four judged gates of lane `spec` for the candidate against the incumbent; write the
+    signed verdict receipts under `out_dir/receipts/`."""
+    say = progress or (lambda message: None)
+    out_dir = Path(out_dir)
+    workdir = posixpath.join(default_workdir(host, spec, out_dir), "judged")
+    python = base_python or spec.python or (sys.executable if type(host).__name__ == "LocalHost" else "python3")
+    runtimes = {role: LaneRuntime(host=host, spec=spec, version=ver, wheel=Path(w), wheel_sha256=file_sha256(w),
+                                  workdir=posixpath.join(workdir, role), base_python=python, say=say)
+                for role, ver, w in (("candidate", version, wheel),
+                                     ("incumbent", incumbent_identity["version"], incumbent_wheel))}
+    window = LaneWindow(host, lane=spec.name, run_id=f"judged-{spec.name}-{uuid.uuid4().hex[:12]}", workdir=workdir,
+                        lease_path=default_lease_path(host, spec), stale_after=spec.setting("lease_stale_s"),
+                        progress=say)
+    window.open()
+    try:
+        candidate, incumbent = (_served(runtimes[r], r) for r in ("candidate", "incumbent"))
+        say(f"judging {candidate.url} (candidate) against {incumbent.url} (incumbent {incumbent_identity['version']})")
+        verdicts = run_judged(candidate, incumbent, lane=spec.name, size=(lane_gates or {}).get("size", "cpu"),
+                              lane_gates=lane_gates, incumbent_identity=incumbent_identity,
+                              candidate_ref=candidate_ref, waivers=list(waivers),
+                              restart_candidate=_restarter(runtimes["candidate"], "candidate"),
+                              restart_incumbent=_restarter(runtimes["incumbent"], "incumbent"),
+                              progress=lambda text: say(f"gate {text}"))
+    finally:
+        for rt in runtimes.values():
+            try:
+                rt.stop_engine()
+            except Exception as failure:  # the restore below stops what is left and the audit judges it
+                say(f"stopping an engine failed: {type(failure).__name__}: {failure}")
+        closed = window.close()
+        checks = audit.compare(window.audit_before, window.observe())
+        closed["audit"] = {"ok": audit.passed(checks), "checks": checks}
+    subjects = [subject(Path(wheel).name, file_sha256(wheel)),
+                subject(f"incumbent/{Path(incumbent_wheel).name}", incumbent_identity["wheel_sha256"])]
+    written = []
+    for kind in KINDS:
+        path = out_dir / receipt_path(kind, spec.name)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(path, canonical_json(sign_receipt(kind, subjects, verdicts[kind], key)))
+        written.append((kind, spec.name, path))
+    return JudgedLane(spec.name, verdicts, written, closed)
