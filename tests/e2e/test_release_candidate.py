@@ -243,3 +243,25 @@ def test_published_notes_link_every_figure_to_its_record(published):
     assert {"phase", "lane", "build"} <= kinds
     rest = re.sub(r"``.*?``|`[^`]*`", "", MD_LINK.sub("", text))
     assert not re.findall(r".{0,30}\d.{0,30}", rest)
+
+
+def test_a_judged_gate_that_fails_stops_the_run_naming_gate_case_and_ratio(prefect_api, engine_repo, tmp_path):
+    """The cpu-smoke lane with the judged gates on (the tiny model, the incumbent built from the
+    same engine commit): an impossible min_ratio fails the ABBA gate whatever the timing noise, the
+    run fails before the approval gate naming the gate, the case and the measured ratio, and the
+    store holds nothing."""
+    config = write_config(tmp_path, engine_repo)
+    config.write_text(config.read_text() + "\n[lanes.gates]\nsize = \"cpu\"\n\n[lanes.gates.abba]\nmin_ratio = 1000.0\n"
+                      "\n[incumbent]\nref = \"HEAD\"\n")
+    flow = FlowProcess(prefect_api, config, f"e2e-gate-{os.getpid()}", tmp_path / "gate.log")
+    assert flow.wait(1800) != 0
+    log = flow.log.read_text()
+    failure = re.search(r"GateFailed: lane cpu-smoke: (.*)", log)
+    assert failure, log[-6000:]
+    assert re.search(r"verdict-abba is fail \(.*case weighted measured [0-9]+\.[0-9]{4}", failure.group(1)), failure.group(1)
+    assert "below min_ratio 1000" in failure.group(1)
+    assert _published_versions(tmp_path) == []
+    # The four verdicts were signed and staged before the run stopped; none is in a store.
+    staged = list((tmp_path / "state" / "work").glob("run-*/release/receipts/verdict-*/cpu-smoke.dsse.json"))
+    assert sorted(p.parent.name for p in staged) == ["verdict-abba", "verdict-determinism", "verdict-latency",
+                                                     "verdict-noninferiority"]
