@@ -67,7 +67,8 @@ def gate_failure(lane: str, blocking: list[dict]) -> str:
     """Names each blocking gate, its cases and measured values, and what the judge said."""
     parts = []
     for v in blocking:
-        findings = ", ".join(f"case {f['case']} measured {f['measured']}" for f in v["judged"]["findings"][:5])
+        ordered = sorted(v["judged"]["findings"], key=lambda f: f["case"] != "weighted")  # the gate's own figure first
+        findings = ", ".join(f"case {f['case']} measured {f['measured']}" for f in ordered[:6])
         reasons = "; ".join(v.get("reasons", [])[:3])
         parts.append(f"{v['kind']} is {v['verdict']} ({findings or 'no finding'}{': ' + reasons if reasons else ''})")
     return f"lane {lane}: " + "; ".join(parts) + ". A waiver must name exactly the gate, lane, case and measured value."

@@ -27,12 +27,14 @@ def test_bad_settings_name_the_key(gates, where):
     assert err.value.where == where
 
 
-def test_defaults_carry_the_incumbent_and_the_lane_gates():
+def test_defaults_name_an_incumbent_and_leave_the_judged_gates_off():
+    """The embedded defaults (make run on two shared CPU cores) run no judged gate: their timing is
+    noise there. A lane turns them on with [lanes.gates]; the size's defaults fill the rest."""
     cfg = load_config()
     assert cfg.incumbent == {"ref": "b9c0bab5b4ae7e61225d42da5c0aaf36b97ee701"}
-    lane = cfg.lane("cpu-reference")
-    assert lane.gates["size"] == "cpu" and lane.gates["abba"]["min_ratio"] == 0.95
-    assert resolve(lane.gates["size"], lane.gates)["abba"]["min_ratio"] == 0.95
+    assert [lane.gates for lane in cfg.lanes] == [None, None]
+    gates = {"size": "cpu", "abba": {"min_ratio": 0.97}}
+    assert resolve(gates["size"], gates)["abba"]["min_ratio"] == 0.97
 
 
 def test_config_schema_rejects_unknown_gate_keys_and_two_incumbents(tmp_path):
