@@ -17,3 +17,14 @@ def test_the_summary_lists_each_lanes_phases_and_the_receipts_with_kind_and_labe
     assert "| security | fail | 5.3 | key file \\| loose |" in text
     assert "| verdict-abba | cpu-reference | `dddddddddddddddd` |" in text
     assert text.rstrip().endswith("ledger: closed")
+
+
+def test_a_gate_failure_names_the_gate_the_case_and_the_measured_value_weighted_first():
+    from flows.summaries import gate_failure
+
+    verdict = {"kind": "verdict-abba", "verdict": "fail", "reasons": ["weighted ratio 0.9012 below min_ratio 0.97"],
+               "judged": {"findings": [{"case": "short-32", "measured": "0.9300"},
+                                       {"case": "weighted", "measured": "0.9012"}]}}
+    text = gate_failure("cpu-reference", [verdict])
+    assert text.startswith("lane cpu-reference: verdict-abba is fail (case weighted measured 0.9012, "
+                           "case short-32 measured 0.9300: weighted ratio 0.9012 below min_ratio 0.97)")
