@@ -49,11 +49,13 @@ def test_sse_framing():
 def test_auth(tmp_path):
     f = tmp_path / "keys"
     f.write_text("# comment\n\nsecret-1\n")
+    f.chmod(0o600)
     a = Authenticator(read_keys(f))
     assert a.check("Bearer secret-1")
     assert not a.check("Bearer secret-2") and not a.check(None) and not a.check("secret-1")
     assert Authenticator([]).check(None)
     (tmp_path / "empty").write_text("\n# nothing\n")
+    (tmp_path / "empty").chmod(0o600)
     with pytest.raises(KeyFileError, match="no key"):
         read_keys(tmp_path / "empty")
 
