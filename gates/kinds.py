@@ -30,8 +30,12 @@ BASE_SETTINGS: dict[str, Any] = {
     "bench_completion_tokens": 32,
     "bench_runs": 3,
     "pressure_tokens": 8,
+    "pressure_busy_tokens": 32,      # the request that holds a session busy while a second one is refused
     "protocol_tokens": 12,
     "phase_timeout_s": 1200,
+    "bench_model": None,             # speed phases' model: None serves the lane's; a preset of gates/probes/random_model.py
+    "bench_max_context": 2048,       # its serving profile
+    "bench_kv_capacity": 32768,
 }
 
 
@@ -61,12 +65,17 @@ KINDS: dict[str, LaneKind] = {
         "cpu-reference", NATIVE_CHAIN, model="directory", device="cpu",
         settings={"max_context": 8192, "kv_capacity": 24576, "prefill_chunk": 8192, "context_tokens": 7000,
                   "max_hold_s": 1800, "phase_timeout_s": 3600}),
-    # Declared for the GPU-lane issue: the whole chain on CUDA. GPU facts are read with
-    # nvidia-smi query flags only; nothing on the GPU is ever set.
+    # The whole chain on CUDA. Startup fit and the benchmark serve a Llama-3-8B-shaped model with
+    # seeded random bf16 weights made on the GPU (the size users serve; 1,024-token prompts, batch
+    # 1, measured against the copy bandwidth of the same GPU); context, restart and the rest serve
+    # the reference model. GPU facts are read with nvidia-smi query flags only; nothing on the GPU
+    # is ever set.
     "gpu": LaneKind(
         "gpu", NATIVE_CHAIN, model="directory", device="cuda",
         settings={"max_context": 8192, "kv_capacity": 65536, "prefill_chunk": 1024, "context_tokens": 7000,
-                  "disk_floor_mib": 20480, "bench_prompt_tokens": 1024, "bench_completion_tokens": 256,
+                  "disk_floor_mib": 40960, "bench_prompt_tokens": 1024, "bench_completion_tokens": 256,
+                  "bench_runs": 5, "bench_model": "llama-8b", "pressure_busy_tokens": 1024, "bench_max_context": 2048,
+                  "bench_kv_capacity": 65536, "host_memory_mib": 65536,
                   "max_concurrency": 8, "max_pending": 8, "max_hold_s": 1800}),
 }
 

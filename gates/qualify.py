@@ -1,11 +1,13 @@
 """Qualify one lane without Prefect: `python -m gates.qualify --lane NAME --candidate CANDIDATE.json
---wheel WHEEL [--config assay.toml | --spec LANE.json] --out DIR [--resume] [--key KEY.pem]`.
+--wheel WHEEL [--config assay.toml | --spec LANE.json] --out DIR [--resume] [--key KEY.pem]
+[--incumbent-wheel W --incumbent-identity F.json [--gates-size cpu|full] [--gates-settings F.json]]`.
 
 The lane's window opens (the audit's first look, the lease, a snapshot), its kind's phases run
 in order against the candidate's wheel served as a live engine, each phase leaving a signed
 `phase` receipt in DIR/receipts; `restore` always runs last (engine stopped, host restored,
 lease released, independent audit, hold time against the lane's cap), then the `lane` receipt
-binds them all. With --resume a crashed run continues at the first phase without a passed
+binds them all. Given an incumbent, the four judged gates then run in a window of their own
+(gates/judged/lane.py) and leave their signed `verdict-*` receipts beside them. With --resume a crashed run continues at the first phase without a passed
 receipt. Exit codes (releases/exit_codes.py): 0 pass, 1 fail or inconclusive, 2 usage, 3 bad
 input, 4 host unavailable. The Prefect task calls `qualify()` itself."""
 
@@ -278,7 +280,54 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, help="where receipts/ and the run's private state go")
     p.add_argument("--resume", action="store_true", help="continue at the first phase without a passed receipt")
     p.add_argument("--key", help="Ed25519 private key (PEM) to sign with (default: OUT/keys, created once)")
+    judged = p.add_argument_group("judged gates", "after the chain, the four judged gates in a window of their own")
+    judged.add_argument("--incumbent-wheel", help="the incumbent's engine wheel: runs the judged gates against it")
+    judged.add_argument("--incumbent-identity", help="JSON {version, wheel_sha256, source_commit, origin} of the incumbent")
+    judged.add_argument("--gates-size", choices=("cpu", "full"),
+                        help="corpus sizes (default: full on a cuda lane, cpu otherwise)")
+    judged.add_argument("--gates-settings", help="JSON of the lane's gate tables, e.g. {\"abba\": {\"min_ratio\": 0.97}}")
     return p
+
+
+def _judged_inputs(args, spec: LaneSpec) -> tuple[Path, dict, dict] | None:
+    """(incumbent wheel, its identity, the lane's gate tables), or None when no incumbent is given."""
+    if not args.incumbent_wheel:
+        if args.incumbent_identity or args.gates_settings or args.gates_size:
+            raise BadInput("--incumbent-identity, --gates-size and --gates-settings need --incumbent-wheel")
+        return None
+    wheel = Path(args.incumbent_wheel)
+    if not wheel.is_file() or wheel.suffix != ".whl":
+        raise BadInput(f"{args.incumbent_wheel}: not a wheel file")
+    if not args.incumbent_identity:
+        raise BadInput("--incumbent-wheel needs --incumbent-identity (the incumbent's version, wheel digest and source)")
+    try:
+        identity = load_json_bytes(Path(args.incumbent_identity).read_bytes(), where=args.incumbent_identity)
+        tables = (load_json_bytes(Path(args.gates_settings).read_bytes(), where=args.gates_settings)
+                  if args.gates_settings else {})
+    except OSError as error:
+        raise BadInput(f"{error.filename}: {error.strerror}") from None
+    if not isinstance(identity, dict) or not isinstance(tables, dict):
+        raise BadInput("the incumbent identity and the gate settings must be JSON objects")
+    missing = [k for k in ("version", "wheel_sha256", "source_commit", "origin") if k not in identity]
+    if missing:
+        raise BadInput(f"{args.incumbent_identity}: missing {', '.join(missing)}")
+    if identity["wheel_sha256"] != file_sha256(wheel):
+        raise BadInput(f"{args.incumbent_wheel}: its sha256 is not the identity's wheel_sha256")
+    size = args.gates_size or ("full" if spec.lane_kind.device == "cuda" else "cpu")
+    return wheel, identity, {**tables, "size": size}
+
+
+def _judge(host, spec: LaneSpec, candidate: dict, wheel: Path, out_dir: Path, key, judged, say) -> str:
+    """The judged gates in their own window; 'pass' unless a verdict blocks."""
+    from gates.judged import lane as judged_lane   # the judged gates load their corpora only when asked for
+    incumbent_wheel, identity, tables = judged
+    result = judged_lane.judge_lane(host, spec, candidate_ref(candidate), candidate["package"]["version"], wheel,
+                                    incumbent_wheel, identity, out_dir, key=key, lane_gates=tables, progress=say)
+    for kind, verdict in result.verdicts.items():
+        say(f"{kind}: {verdict['verdict']}" + (f" - {'; '.join(verdict['reasons'])}" if verdict["verdict"] != "pass" else ""))
+    for kind, label, path in result.receipts:
+        print(f"{kind:<22} {label:<32} {path}")
+    return "fail" if result.blocking or not result.window["audit"]["ok"] else "pass"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -294,6 +343,7 @@ def main(argv: list[str] | None = None) -> int:
             raise BadInput(f"{args.wheel}: not a wheel file")
         out_dir = Path(args.out)
         key = _key(args.key, out_dir)
+        judged = _judged_inputs(args, spec)
         host = _host_for(spec, args.config)
     except (LaneSpecError, BadInput, ReleaseError, ValueError) as error:
         err(str(error))
@@ -305,6 +355,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         result = qualify(host, spec, candidate, wheel, out_dir, key=key, resume=args.resume, progress=say,
                          fault=os.environ.get(FAULT_ENV) or None)
+        print(_table(result))
+        for kind, label, path in result.receipts:
+            print(f"{kind:<6} {label:<32} {path}")
+        judged_verdict = _judge(host, spec, candidate, wheel, out_dir, key, judged, say) if judged else "pass"
     except LeaseHeld as error:
         err(str(error))
         return exit_codes.UNAVAILABLE
@@ -316,10 +370,7 @@ def main(argv: list[str] | None = None) -> int:
         return exit_codes.FAILED
     finally:
         host.close()
-    print(_table(result))
-    for kind, label, path in result.receipts:
-        print(f"{kind:<6} {label:<32} {path}")
-    return exit_codes.OK if result.verdict == "pass" else exit_codes.FAILED
+    return exit_codes.OK if result.verdict == "pass" and judged_verdict == "pass" else exit_codes.FAILED
 
 
 if __name__ == "__main__":

@@ -50,6 +50,7 @@ class LaneRuntime:
     say: Callable[[str], None] = lambda message: None
     installed: Installed | None = None
     engine: EngineProcess | None = None
+    bench_engine: EngineProcess | None = None               # the speed model's engine (kinds with `bench_model`)
     shared: dict[str, Any] = field(default_factory=dict)   # figures one phase hands to a later one
     window: Any = None                                      # the LaneWindow (preflight reads its lease)
     _probes_ready: bool = False
@@ -133,6 +134,21 @@ class LaneRuntime:
                 raise PhaseFailed("make-tiny-model failed", {"exit_code": out.exit_code, "stderr_tail": self.tail(out.stderr)})
         return model
 
+    @property
+    def bench_model(self) -> str | None:
+        """The preset of the model speed, fit and benchmark phases serve (gates/probes/random_model.py),
+        or None when they serve the lane's own model."""
+        return self.spec.setting("bench_model")
+
+    def ensure_bench_model(self) -> str:
+        """The speed model's directory on the host, made there from a seed on first use."""
+        model = self.path("bench-model")
+        made = self.probe("random-model", {"out": model, "tokenizer_from": self.ensure_model(),
+                                           "preset": self.bench_model, "seed": 0})
+        self.shared["bench_model"] = {k: made[k] for k in ("preset", "seed", "device", "parameters", "weights_bytes",
+                                                           "zeroed_head_rows", "made_s", "reused")}
+        return model
+
     def api_key(self) -> str:
         """The lane's API key, in a 0600 file under a 0700 folder; kept for a resumed run."""
         if self._key is None:
@@ -174,12 +190,12 @@ class LaneRuntime:
         return path
 
     def launch(self, name: str, profile: dict[str, Any], *, key_file: str | None = None,
-               wait: bool = True, timeout: float = 600) -> EngineProcess | int:
+               wait: bool = True, timeout: float = 600, model: str | None = None) -> EngineProcess | int:
         """Start `engine serve` with this profile. Returns the running process, or the exit code
         when it stopped before becoming ready (a refused start)."""
         installed = self.ensure_installed()
         probes = self.ensure_probes()
-        model = self.ensure_model()
+        model = model or self.ensure_model()
         key_file = key_file or (self.api_key() and self.key_file)
         profile_path = self.write_profile(name, profile)
         port = self.free_port()
@@ -241,6 +257,35 @@ class LaneRuntime:
         self.engine = started
         return started
 
+    def ensure_bench_engine(self) -> EngineProcess:
+        """The engine serving the speed model (bf16, the bench profile); started when none runs."""
+        if self.bench_engine is not None and self.alive(self.bench_engine):
+            return self.bench_engine
+        started = self.launch("bench", self.bench_profile(), model=self.ensure_bench_model(), timeout=900)
+        if not isinstance(started, EngineProcess):
+            raise PhaseFailed(f"the engine refused to start on the speed model (exit {started})",
+                              {"exit_code": started, "log_tail": self.log_tail(self.path("run", "bench.log"))})
+        self.bench_engine = started
+        return started
+
+    def bench_profile(self, **overrides: Any) -> dict[str, Any]:
+        """The speed model's serving profile: bf16 weights and KV, the bench sizes."""
+        s = self.spec.setting
+        return self.profile(**{"model": {"name": self.bench_model_name, "sha256": None}, "dtype": "bfloat16",
+                               "max_context": s("bench_max_context"), "kv_capacity": s("bench_kv_capacity"),
+                               **overrides})
+
+    @property
+    def bench_model_name(self) -> str:
+        return "lane-bench-model"
+
+    def bench_http(self, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+        """The HTTP probe arguments for the engine that speed phases measure."""
+        if not self.bench_model:
+            return self.http(extra)
+        engine = self.ensure_bench_engine()
+        return {"base": engine.base, "key": self.api_key(), "model": self.bench_model_name, **(extra or {})}
+
     def alive(self, proc: EngineProcess) -> bool:
         return self.host.run(["kill", "-0", str(proc.pid)], timeout=60).exit_code == 0
 
@@ -254,6 +299,8 @@ class LaneRuntime:
             if code is not None:
                 if self.engine is proc:
                     self.engine = None
+                if self.bench_engine is proc:
+                    self.bench_engine = None
                 return {"exit_code": code, "stop_s": round(time.monotonic() - t0, 3)}
             time.sleep(0.1)
         self.kill(proc)
@@ -264,11 +311,19 @@ class LaneRuntime:
         self.host.run(["kill", "-KILL", str(proc.pid)], timeout=60)
         if self.engine is proc:
             self.engine = None
+        if self.bench_engine is proc:
+            self.bench_engine = None
 
     def stop_engine(self) -> dict[str, Any] | None:
+        """Stop the lane's engine (and the speed model's, when one runs); the lane engine's stop record."""
+        if self.bench_engine is not None:
+            self.stop(self.bench_engine)
         if self.engine is None:
             return None
         return self.stop(self.engine)
+
+    def stop_bench_engine(self) -> dict[str, Any] | None:
+        return self.stop(self.bench_engine) if self.bench_engine is not None else None
 
     # -- probes on the host ------------------------------------------------------------------
     def probe(self, op: str, args: dict[str, Any], *, timeout: float | None = None) -> dict[str, Any]:

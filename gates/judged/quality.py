@@ -3,6 +3,8 @@ metrics per pair, judged by gates.stats.judge_noninferiority (paired two-level b
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 from gates.stats import judge_noninferiority
 
 from gates.judged.client import Endpoint
@@ -19,18 +21,25 @@ def run_quality(candidate: Endpoint, incumbent: Endpoint, settings: dict, contex
     s = settings["noninferiority"]
     data = quality()
     pairs = quality_pairs(s["cases"], s["variants"])
-    rows = []
-    for i, (case, variant) in enumerate(pairs):
+
+    def pair(case: dict, variant: dict) -> dict:
         row: dict = {"case": case["id"], "variant": variant["id"], "error": False}
         for side, endpoint in (("incumbent", incumbent), ("candidate", candidate)):
             done = endpoint.chat(variant["messages"], s["max_tokens"])
             if done.error:
-                row = {"case": case["id"], "variant": variant["id"], "error": True}
-                break
+                return {"case": case["id"], "variant": variant["id"], "error": True}
             row[side] = score(done.text, case, variant, data["vocabulary"], data["tools"])
-        rows.append(row)
-        if progress:
-            progress("noninferiority", i + 1, len(pairs))
+        return row
+
+    # Pairs run `concurrency` at a time (both engines batch them alike); rows keep the corpus order,
+    # which the bootstrap's seeded resampling depends on.
+    with ThreadPoolExecutor(max_workers=s["concurrency"]) as pool:
+        futures = [pool.submit(pair, case, variant) for case, variant in pairs]
+        rows = []
+        for i, future in enumerate(futures):
+            rows.append(future.result())
+            if progress:
+                progress("noninferiority", i + 1, len(pairs))
     judge_input = {key: s[key] for key in ("seed", "resamples", "confidence", "max_error_rate", "min_perturbed_cases")}
     judge_input.update({"expected_pairs": len(pairs), "determinism_passed": determinism_passed,
                         "metrics": METRICS, "pairs": rows})

@@ -20,7 +20,8 @@ GATES = ("abba", "noninferiority", "determinism", "latency")
 _COMMON: dict[str, dict[str, Any]] = {
     "abba": {"min_ratio": 0.95, "floor": 0.95, "max_leg_spread": 0.10, "cases": None},
     "noninferiority": {"cases": 140, "variants": 8, "seed": 0, "resamples": 20000, "confidence": 0.95,
-                       "max_error_rate": 0.01, "min_perturbed_cases": 10, "max_tokens": 96},
+                       "max_error_rate": 0.01, "min_perturbed_cases": 10, "max_tokens": 96,
+                       "concurrency": 16},
     "determinism": {"prompts": 80, "max_tokens": 64},
     "latency": {"absolute_s": 0.25, "relative": 0.25, "fanout": 4, "repeats": 3, "max_tokens": 8},
 }
@@ -29,7 +30,7 @@ _COMMON: dict[str, dict[str, Any]] = {
 # timing noise is real; the judge still says inconclusive beyond it.
 _CPU: dict[str, dict[str, Any]] = {
     "abba": {"max_leg_spread": 0.20},
-    "noninferiority": {"cases": 12, "variants": 2, "max_tokens": 40},
+    "noninferiority": {"cases": 12, "variants": 2, "max_tokens": 40, "concurrency": 1},
     "determinism": {"prompts": 8, "max_tokens": 24},
     "latency": {"fanout": 2, "repeats": 3},
 }
@@ -41,7 +42,7 @@ _TYPES: dict[str, dict[str, tuple]] = {
     "noninferiority": {"cases": (int, 1, 140), "variants": (int, 1, 8), "seed": (int, 0, None),
                        "resamples": (int, 100, None), "confidence": (float, 0.5, 0.9999),
                        "max_error_rate": (float, 0.0, 1.0), "min_perturbed_cases": (int, 0, None),
-                       "max_tokens": (int, 1, 4096)},
+                       "max_tokens": (int, 1, 4096), "concurrency": (int, 1, 64)},
     "determinism": {"prompts": (int, 1, 140), "max_tokens": (int, 1, 4096)},
     "latency": {"absolute_s": (float, 0.0, None), "relative": (float, 0.0, None), "fanout": (int, 1, 64),
                 "repeats": (int, 1, 100), "max_tokens": (int, 1, 4096)},

@@ -11,7 +11,8 @@ from gates.phases import PhaseFailed
 def run(rt) -> dict:
     limit = rt.spec.setting("max_concurrency")
     out = rt.probe("pressure", rt.http({"tokens": rt.spec.setting("pressure_tokens"), "fanout": max(4, limit),
-                                        "max_concurrency": limit, "max_pending": rt.spec.setting("max_pending")}))
+                                        "max_concurrency": limit, "max_pending": rt.spec.setting("max_pending"),
+                                        "busy_tokens": rt.spec.setting("pressure_busy_tokens")}))
     problems = []
     if out["errors"]:
         problems.append(f"{out['errors']} error(s) at fanout {out['fanout']}")

@@ -11,7 +11,14 @@ OVERSIZE_KV_TOKENS = 1 << 36   # tokens: petabytes of KV on any model
 
 
 def run(rt) -> dict:
-    oversize = rt.launch("oversize", rt.profile(kv_capacity=OVERSIZE_KV_TOKENS), timeout=300)
+    # A kind with a speed model proves the fit on that model (the size users serve); the lane's own
+    # model then starts in the next phase.
+    speed = bool(rt.bench_model)
+    if speed:
+        oversize = rt.launch("oversize", rt.bench_profile(kv_capacity=OVERSIZE_KV_TOKENS),
+                             model=rt.ensure_bench_model(), timeout=300)
+    else:
+        oversize = rt.launch("oversize", rt.profile(kv_capacity=OVERSIZE_KV_TOKENS), timeout=300)
     if isinstance(oversize, EngineProcess):
         rt.kill(oversize)
         raise PhaseFailed("the engine started with a profile that cannot fit (it must refuse with exit 2)",
@@ -21,8 +28,8 @@ def run(rt) -> dict:
     if oversize != 2 or not refused["oversize_refusal_named"]:
         raise PhaseFailed(f"an oversize profile ended with exit {oversize}, not 2 with an admission refusal",
                           {**refused, "log_tail": log})
-    engine = rt.ensure_engine()
-    status = rt.probe("request", {**rt.http(), "method": "GET", "path": "/v1/engine/status"})
+    engine = rt.ensure_bench_engine() if speed else rt.ensure_engine()
+    status = rt.probe("request", {**rt.bench_http(), "method": "GET", "path": "/v1/engine/status"})
     if status["status"] != 200:
         raise PhaseFailed("GET /v1/engine/status did not answer 200", {"status": status["status"]})
     body = status["body"]
@@ -30,7 +37,7 @@ def run(rt) -> dict:
     identity = body["identity"]
     keys = ("device", "free_bytes", "free_source", "weights_bytes", "kv_bytes_per_token", "kv_capacity_tokens",
             "kv_bytes", "headroom_bytes", "kv_capacity_mode", "admitted")
-    out = {**refused, "ready_s": engine.ready_s, "admission": {k: admission.get(k) for k in keys},
+    out = {**refused, "ready_s": engine.ready_s, "model": rt.shared.get("bench_model") if speed else "lane", "admission": {k: admission.get(k) for k in keys},
            "engine_version": identity.get("engine_version"), "package_sha256": identity.get("package_sha256"),
            "model_sha256": identity.get("model_sha256"), "profile_sha256": identity.get("profile_sha256")}
     need = admission["weights_bytes"] + admission["kv_bytes"] + admission["headroom_bytes"]
@@ -45,4 +52,6 @@ def run(rt) -> dict:
         expected = rt.shared["package_sha256"] = wheel_package_sha256(rt.wheel)
     if identity.get("package_sha256") != expected:
         raise PhaseFailed("the served engine's package digest is not the wheel's", out)
+    if speed:
+        out["stop"] = rt.stop_bench_engine()   # its GPU memory goes back before the lane's model is served
     return out

@@ -145,7 +145,8 @@ def pressure(a):
 
     def first():
         busy["first"] = stream(base, "/v1/chat/completions",
-                               chat_body(model, "Count from one to fifty in words.", max(32, n * 4), stream=True,
+                               chat_body(model, "Count from one to five hundred in words.", a.get("busy_tokens", max(32, n * 4)),
+                                         stream=True,
                                          prompt_cache_key="pressure-busy"), key=key)[0]
 
     t = threading.Thread(target=first)

@@ -9,6 +9,7 @@ import client_turn
 import context
 import files
 import protocol
+import random_model
 import wire
 
 OPS = {
@@ -17,6 +18,8 @@ OPS = {
     "pressure": protocol.pressure,
     "context": context.context,
     "bench": bench.bench,
+    "random-model": random_model.random_model,
+    "copy-bandwidth": random_model.copy_bandwidth,
     "client-turn": client_turn.client_turn,
     "perms": files.perms,
     "disk": files.disk,
