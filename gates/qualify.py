@@ -29,6 +29,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from gates.native import PHASES
 from gates.phase_receipts import ReceiptWriter, Written, entry
 from gates.phases import PhaseFailed, PhaseOutcome, verdict_of
+from gates.places import default_lease_path, default_workdir
 from gates.public import scrub, scrub_text
 from gates.runtime import LaneRuntime
 from gates.spec import LaneSpec, LaneSpecError, load_lane, load_lane_json
@@ -112,23 +113,6 @@ def _restore(rt: LaneRuntime, window: LaneWindow, fault: str | None) -> PhaseOut
         facts["reason"] = "; ".join(problems)
     facts["seconds"] = round(time.monotonic() - t0, 3)
     return PhaseOutcome("restore", "fail" if problems else "pass", started, _now(), scrub(facts, rt.roots()))
-
-
-def default_workdir(host, spec: LaneSpec, out_dir: Path) -> str:
-    if spec.workdir:
-        return spec.workdir
-    if host.name == "local" or type(host).__name__ == "LocalHost":
-        return str((Path(out_dir) / "work" / spec.name).resolve())
-    return f"/var/tmp/assay-lanes/{spec.name}"
-
-
-def default_lease_path(host, spec: LaneSpec) -> str:
-    if spec.lease_path:
-        return spec.lease_path
-    if type(host).__name__ == "LocalHost" and spec.state_root:
-        return str(Path(spec.state_root) / "leases" / "gpu")
-    from hosts.lease import DEFAULT_PATH
-    return DEFAULT_PATH
 
 
 def qualify(host, spec: LaneSpec, candidate: dict, wheel: Path, out_dir: Path, *, key: Ed25519PrivateKey,

@@ -19,7 +19,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from gates.judged.client import Endpoint
 from gates.judged.run import KINDS, run_judged
 from gates.judged.waivers import blocks
-from gates.qualify import default_lease_path, default_workdir
+from gates.places import default_lease_path, default_workdir
 from gates.runtime import LaneRuntime
 from gates.spec import LaneSpec
 from gates.window import LaneWindow
