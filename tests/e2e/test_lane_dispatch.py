@@ -27,13 +27,14 @@ ROOT = Path(__file__).resolve().parents[2]
 LANE_HOME = "/var/lib/assay-lane"   # inside the container, on its own (writable) filesystem
 
 
-def _lane_config(tmp: Path, repo: Path, pool: str) -> Path:
-    """The e2e config with its cpu-smoke lane on host tb0 (the container), GPU slot `testbed`,
-    dispatched to `pool`."""
+def _lane_config(tmp: Path, repo: Path, pool: str, host: str) -> Path:
+    """The e2e config with its cpu-smoke lane on `host` (the container's label), GPU `testbed`,
+    dispatched to `pool`. Each test has its own host label, so its own GPU slot: a slot the killed
+    lane host held stays taken until its Prefect lease expires."""
     config = write_config(tmp, repo)
     text = config.read_text()
     assert text.count('host = "local"\n') == 1
-    config.write_text(text.replace('host = "local"\n', f'host = "tb0"\ngpu = "testbed"\nwork_pool = "{pool}"\n'
+    config.write_text(text.replace('host = "local"\n', f'host = "{host}"\ngpu = "testbed"\nwork_pool = "{pool}"\n'
                                                        "dispatch_timeout_s = 1200\n"))
     return config
 
@@ -95,9 +96,13 @@ def lane_host(prefect_api, tmp_path):
     ensure_local_key(keys)   # the release key, before the run: the lane host signs with it
     (tmp_path / "store").mkdir()
     host = LaneHost(pool, prefect_api["PREFECT_API_URL"], tmp_path / "store", keys, tmp_path / "lanehost.log")
+    flows: list[FlowProcess] = []
     try:
-        yield pool, host
+        yield pool, host, f"tb-{uuid.uuid4().hex[:6]}", flows
     finally:
+        for flow in flows:   # a test that failed part-way leaves no release run behind
+            if flow.proc.poll() is None:
+                flow.proc.kill()
         host.remove()
 
 
@@ -126,17 +131,18 @@ def _active_slots(name: str) -> int:
 
 
 def test_dispatched_lane_is_verified_bound_and_published(prefect_api, engine_repo, tmp_path, lane_host):
-    pool, host = lane_host
-    flow = FlowProcess(prefect_api, _lane_config(tmp_path, engine_repo, pool), f"e2e-dispatch-{os.getpid()}",
+    pool, host, label, flows = lane_host
+    flow = FlowProcess(prefect_api, _lane_config(tmp_path, engine_repo, pool, label), f"e2e-dispatch-{os.getpid()}",
                        tmp_path / "flow.log")
+    flows.append(flow)
     run_id = flow.run_id()
     child = _child_run(flow)
     state = wait_for_state(run_id, {"PAUSED"}, timeout_s=1500, poll_s=2)
     assert state == "PAUSED", f"{state}:\n{flow.log.read_text()[-6000:]}\n--- lane host:\n{host.logs()[-4000:]}"
     assert state_of(child)[0] == "COMPLETED"
-    # The lane ran on the lane host, under the GPU slot named for that host (tb0), not "local".
-    assert _active_slots("gpu-testbed-tb0") == 0
-    assert "holding the global concurrency slot gpu-testbed-tb0" in "\n".join(LogFollower(child).new_lines())
+    # The lane ran on the lane host, under the GPU slot named for that host's label, not "local".
+    assert _active_slots(f"gpu-testbed-{label}") == 0
+    assert f"holding the global concurrency slot gpu-testbed-{label}" in "\n".join(LogFollower(child).new_lines())
     sent = _approve(prefect_api, run_id, "--as", "local-operator", "--reason", "tests: dispatched lane")
     assert sent.returncode == 0, sent.stderr
     assert flow.wait(600) == 0, flow.log.read_text()[-6000:]
@@ -149,7 +155,7 @@ def test_dispatched_lane_is_verified_bound_and_published(prefect_api, engine_rep
     assert labels == ["cpu-smoke"] + [f"cpu-smoke/{p}" for p in phases]
     lane = json.loads((release / "receipts" / "lane" / "cpu-smoke.dsse.json").read_text())
     predicate = load_json_bytes(base64.b64decode(lane["payload"]), where="lane")["predicate"]
-    assert predicate["host"] == "tb0" and predicate["verdict"] == "pass"
+    assert predicate["host"] == label and predicate["verdict"] == "pass"
     wheel = next((release / "artifacts").glob("*.whl"))
     assert predicate["artifact"]["name"] == wheel.name
     verify = subprocess.run([ASSAY, "verify", "--require-ready", "--json", "--key",
@@ -161,9 +167,10 @@ def test_dispatched_lane_is_verified_bound_and_published(prefect_api, engine_rep
 
 def test_killing_the_lane_host_mid_lane_fails_the_run_and_publishes_nothing(prefect_api, engine_repo, tmp_path,
                                                                              lane_host):
-    pool, host = lane_host
-    flow = FlowProcess(prefect_api, _lane_config(tmp_path, engine_repo, pool), f"e2e-lost-{os.getpid()}",
+    pool, host, label, flows = lane_host
+    flow = FlowProcess(prefect_api, _lane_config(tmp_path, engine_repo, pool, label), f"e2e-lost-{os.getpid()}",
                        tmp_path / "flow.log")
+    flows.append(flow)
     run_id = flow.run_id()
     child = _child_run(flow)
     follower, seen = LogFollower(child), []
@@ -173,7 +180,7 @@ def test_killing_the_lane_host_mid_lane_fails_the_run_and_publishes_nothing(pref
         assert state_of(child)[0] not in {"COMPLETED", "FAILED", "CRASHED"}, "\n".join(seen[-30:])
         seen += follower.new_lines()
         time.sleep(1)
-    assert _active_slots("gpu-testbed-tb0") == 1   # mid-lane, the lane holds its host's GPU slot
+    assert _active_slots(f"gpu-testbed-{label}") == 1   # mid-lane, the lane holds its host's GPU slot
     host.kill()
     assert flow.wait(300) != 0
     log = flow.log.read_text()

@@ -27,9 +27,12 @@ def _lane(out, key, *, chain=CHAIN, candidate=REF, wheel=WHEEL, status="pass") -
     """A lane's receipts as gates writes them, read back as the files a worker would send."""
     writer = ReceiptWriter(out, key, candidate=candidate, lane="cpu-smoke", kind="cpu-smoke", host="tb0",
                            artifact=wheel, run_id="qualify-test")
-    outcomes = [PhaseOutcome(p, status if p == "protocol" else "pass", "2026-01-01T00:00:00Z", "2026-01-01T00:00:01Z",
-                             {"seconds": 1.0}) for p in chain]
-    written = [writer.write_phase(o) for o in outcomes]
+    statuses = {p: "pass" for p in chain}
+    if status != "pass":   # as gates.qualify runs a chain: after a failed phase the rest are skipped, restore runs
+        statuses.update({p: "skipped" for p in chain[chain.index("protocol"):-1]}, protocol=status)
+    outcomes = [PhaseOutcome(p, statuses[p], "2026-01-01T00:00:00Z", "2026-01-01T00:00:01Z", {"seconds": 1.0})
+                for p in chain]
+    written = [writer.write_phase(o) for o in outcomes if o.status != "skipped"]
     writer.write_lane({"candidate": candidate, "lane": "cpu-smoke", "kind": "cpu-smoke", "host": "tb0",
                        "artifact": wheel, "verdict": "pass" if status == "pass" else "fail",
                        "phases": [o.as_record() for o in outcomes], "phase_receipts": [entry(w) for w in written],
@@ -55,6 +58,9 @@ def test_a_whole_lane_comes_back_in_order(tmp_path, key):
 def test_a_failed_lane_comes_back_with_its_verdict(tmp_path, key):
     got = _check(_lane(tmp_path, key, status="fail"), key)
     assert got.problems == [] and got.verdict == "fail"
+    assert [label for _, label, _ in got.receipts] == ["cpu-smoke/preflight", "cpu-smoke/install",
+                                                       "cpu-smoke/startup-fit", "cpu-smoke/protocol",
+                                                       "cpu-smoke/restore", "cpu-smoke"]
 
 
 def test_another_key_is_refused(tmp_path, key):
