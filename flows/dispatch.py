@@ -52,7 +52,7 @@ def deployment_for(pool: str, lane: str) -> str:
             client.read_work_pool(pool)
         except ObjectNotFound:
             raise LaneDispatchFailed("no such work pool on the Prefect server; create it and start a worker on "
-                                     "the lane host (docs/LANES.md, Workers)", lane=lane, pool=pool) from None
+                                     "the lane host (docs/LANES.md, Lanes on Prefect workers)", lane=lane, pool=pool) from None
     qualify_lane.to_deployment(name=pool, work_pool_name=pool, entrypoint_type=EntrypointType.MODULE_PATH,
                                tags=["lane"], description=f"Lanes dispatched to work pool {pool}.").apply()
     return f"{FLOW}/{pool}"

@@ -7,7 +7,7 @@ key and puts the receipts back beside the wheel; the dispatching run verifies th
 
 On the lane host: ASSAY_LANE_HOME is where lanes work (default ~/.assay-lane); ASSAY_LANE_KEY is
 the Ed25519 private key the receipts are signed with (default ASSAY_LANE_HOME/keys, created 0600
-on first use). docs/LANES.md, Workers, says how an operator starts such a worker."""
+on first use). docs/LANES.md, "Lanes on Prefect workers", says how an operator starts one."""
 
 from __future__ import annotations
 

@@ -13,7 +13,6 @@ import pytest
 from flows.config import ConfigError, load_config
 from flows.errors import LaneDispatchFailed, LaneDispatchTimedOut
 from tests.flows.test_config import BASE
-from tests.prefect_fixtures import prefect_api  # noqa: F401  (session fixture: a real server)
 
 DISPATCHED = BASE.replace('host = "local"\n', 'host = "gpu-node1"\nwork_pool = "gpu-node1"\ndispatch_timeout_s = 900\n')
 
