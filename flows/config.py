@@ -44,6 +44,8 @@ class Lane:
     python: str | None = None
     gates: dict[str, Any] | None = None  # [lanes.gates.*]: judged-gate settings (gates.judged.resolve)
     qualify: dict[str, Any] | None = None  # [lanes.qualify]: phase-chain settings (gates.spec)
+    work_pool: str | None = None  # a Prefect work pool: the lane runs on a worker there (flows/dispatch.py)
+    dispatch_timeout_s: int = 3600  # how long a dispatched lane may take, queued and running
 
 
 @dataclass(frozen=True)
@@ -178,15 +180,30 @@ class Config:
         for i, table in enumerate(self.raw["lanes"]):
             if table["name"] == name:
                 try:
-                    return spec_from_table({k: v for k, v in table.items() if k != "gates"}, file=self.file,
+                    return spec_from_table(lane_table(table), file=self.file,
                                            where=f"/lanes/{i}", base=self.root, state_root=str(self.state_dir))
                 except LaneSpecError as exc:
                     raise ConfigError(exc.file, exc.key_path, exc.message) from None
         raise ConfigError(self.file, "lanes", f"no lane named {name!r}; known: {[l.name for l in self.lanes]}")
 
+    def lane_table(self, name: str) -> dict[str, Any]:
+        """The lane's table as gates reads it (what a worker on the lane host is sent)."""
+        for table in self.raw["lanes"]:
+            if table["name"] == name:
+                return lane_table(table)
+        raise ConfigError(self.file, "lanes", f"no lane named {name!r}; known: {[l.name for l in self.lanes]}")
+
     def _path(self, value: str) -> Path:
         path = Path(value)
         return path if path.is_absolute() else (self.root / path).resolve()
+
+
+# Keys of a [[lanes]] table that flows reads and gates does not (gates' lane schema refuses them).
+FLOW_ONLY_LANE_KEYS = ("gates", "work_pool", "dispatch_timeout_s")
+
+
+def lane_table(table: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in table.items() if k not in FLOW_ONLY_LANE_KEYS}
 
 
 def validate_config(raw: dict[str, Any], file: str) -> None:

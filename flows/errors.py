@@ -42,3 +42,32 @@ class NoPublishedRelease(FlowFailure):
 
 class ReproducibilityDrift(FlowFailure):
     """A rebuild of a published candidate no longer gives the published bytes."""
+
+
+class LaneDispatchFailed(FlowFailure):
+    """A lane dispatched to a work pool did not come back with receipts that bind: the pool is
+    missing, or its run on the lane host ended FAILED, CRASHED or CANCELLED. Names the lane, the
+    pool and the child flow run, where the worker's logs are."""
+
+    def __init__(self, message: str, *, lane: str, pool: str, flow_run_id: str | None = None):
+        self.lane, self.pool, self.flow_run_id = lane, pool, flow_run_id
+        run = f", flow run {flow_run_id}" if flow_run_id else ""
+        super().__init__(f"lane {lane} on work pool {pool}{run}: {message}")
+
+
+class LaneWorkerLost(LaneDispatchFailed):
+    """The worker running a dispatched lane stopped heartbeating (its host died or was cut off)."""
+
+
+class LaneDispatchTimedOut(LaneDispatchFailed):
+    """A dispatched lane was not done (queued or running) within the lane's dispatch_timeout_s."""
+
+
+class LaneReceiptsRefused(LaneDispatchFailed):
+    """The receipts a dispatched lane sent back do not verify: another key, candidate or wheel,
+    a missing or altered phase receipt."""
+
+
+class DispatchedWheelAltered(FlowFailure):
+    """On a lane host: the wheel fetched from the staging area is not the one the dispatching run
+    sent (its sha256 differs), so the lane does not run."""

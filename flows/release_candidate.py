@@ -11,7 +11,7 @@ from prefect import flow, get_run_logger
 from prefect.exceptions import FlowPauseTimeout
 from prefect.runtime import flow_run
 
-from flows import steps
+from flows import dispatch, steps
 from flows.approval import wait_for_approval
 from flows.config import load_config
 from flows.errors import ReleaseRejected
@@ -43,7 +43,8 @@ def release_candidate(config: str | None = None, ref: str = "HEAD", allow_dirty:
     steps.compare_builds(cfg, ws, candidate, builds, waiver_records)
     steps.package_release(cfg, ws, candidate, builds)
     for lane in cfg.lanes:
-        steps.qualify_lane(cfg, ws, candidate, lane, steps.wheel_of(builds[0]))
+        run_lane = dispatch.dispatch_lane if lane.work_pool else steps.qualify_lane  # a worker on the lane host
+        run_lane(cfg, ws, candidate, lane, steps.wheel_of(builds[0]))
         if lane.gates:
             steps.judge_lane(cfg, ws, candidate, lane, steps.wheel_of(builds[0]), waiver_records)
     ready = steps.compose_release(cfg, ws, waiver_records)

@@ -7,7 +7,12 @@ from releases.stores import LocalStore, S3Store
 
 
 def open_store(cfg: Config):
-    spec = cfg.store
+    return store_from_spec(cfg.store)
+
+
+def store_from_spec(spec: dict):
+    """The store a `[store]` table names (paths already absolute): a dispatched lane's worker
+    opens the release store from the table the dispatching run sends it."""
     if spec["kind"] == "filesystem":
         return LocalStore(spec["path"])
     return S3Store(bucket=spec["bucket"], prefix=spec.get("prefix", ""), endpoint_url=spec.get("endpoint_url"),
