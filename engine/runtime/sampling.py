@@ -130,13 +130,6 @@ def sample_row(logits: torch.Tensor, params: SamplingParams, gen: torch.Generato
     return int(torch.multinomial(probs, 1, generator=gen).item())
 
 
-def sample_rows(logits: torch.Tensor, params: list[SamplingParams], gens: list) -> list[int]:
-    """One token per row of logits [B, V]; greedy rows share one argmax and one transfer."""
-    greedy = torch.argmax(logits, dim=-1).tolist()
-    return [greedy[i] if p.greedy else sample_row(logits[i], p, g)
-            for i, (p, g) in enumerate(zip(params, gens))]
-
-
 def choose(logits: torch.Tensor, params: SamplingParams, gen, prompt_ids: list[int],
            output_ids: list[int]) -> tuple[int, TokenLogprob | None]:
     """One token from a [V] row after the request's penalties, with its log-probability
