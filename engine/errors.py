@@ -47,3 +47,14 @@ class PendingTimeout(EngineError):
 
 class SessionError(EngineError):
     """A session key is unknown, busy, or its state does not match this engine."""
+
+
+class RequestFailed(EngineError):
+    """One request's processing raised inside an engine step; only that request fails, the
+    others in its batch go on. `cause` is the original exception."""
+
+    def __init__(self, request_id: int, where: str, cause: BaseException):
+        super().__init__(f"request {request_id} failed during {where}: {type(cause).__name__}: {cause}")
+        self.request_id = request_id
+        self.where = where
+        self.cause = cause

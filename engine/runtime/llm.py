@@ -154,7 +154,10 @@ class LLM(SessionStore):
                     break
                 try:
                     self.scheduler.step()
-                except BaseException as e:   # fail every request rather than hang its caller
+                # One request's own faults are caught inside step() and fail it alone; what
+                # reaches here (a batched forward pass) belongs to no one request: fail every
+                # request rather than hang its caller.
+                except BaseException as e:
                     self._fatal = e
                     for seq in list(self.scheduler.active) + list(self.scheduler.pending):
                         seq.finish(None, e)

@@ -31,6 +31,12 @@ class RequestHandle:
             raise self._seq.error
         return self._seq.result()
 
+    @property
+    def logprobs(self) -> list:
+        """sampling.TokenLogprob per output token so far (when the request asked for them);
+        the i-th is in place before the i-th token comes out of stream()."""
+        return self._seq.logprobs
+
     def cancel(self) -> None:
         """Ask the engine to stop this request; its result then says finish_reason='cancelled'."""
         self._seq.cancel_requested.set()

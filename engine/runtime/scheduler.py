@@ -1,6 +1,10 @@
 """Continuous batching: a bounded pending queue, admission against the KV pool, one prefill
 chunk per step interleaved with a decode step for every decoding sequence (or n-gram
-speculation for greedy ones). Not thread-safe: the LLM calls it under its lock."""
+speculation for greedy ones). Not thread-safe: the LLM calls it under its lock.
+
+A failure in one sequence's own work (its prefill chunk, its sampling, its verification
+window, its bookkeeping) fails that sequence only, with RequestFailed; the batched decode
+forward pass is shared, so a failure there is still the LLM's to handle for all."""
 from __future__ import annotations
 
 import time
@@ -8,11 +12,11 @@ from collections import deque
 
 import torch
 
-from engine.errors import AdmissionError, PendingTimeout, QueueFull
+from engine.errors import AdmissionError, PendingTimeout, QueueFull, RequestFailed
 from engine.runtime import spec_ngram
 from engine.runtime.block_manager import BlockManager
 from engine.runtime.model_runner import ModelRunner
-from engine.runtime.sampling import sample_row, sample_rows
+from engine.runtime.sampling import choose
 from engine.runtime.sequence import Sequence, Status
 
 
@@ -109,9 +113,28 @@ class Scheduler:
         self.spec_counters.merge(_counters(seq))
         seq.finish(reason)
 
-    def _emit(self, seq: Sequence, token: int) -> bool:
+    def _fail(self, seq: Sequence, where: str, err: Exception) -> None:
+        """End one sequence with its error; its blocks go back (its session cache is dropped:
+        its KV may be half written)."""
+        if seq in self.active:
+            self.active.remove(seq)
+        self.blocks.free(seq.blocks)
+        seq.blocks = []
+        if seq.status is not Status.FINISHED:
+            seq.finish(None, RequestFailed(seq.id, where, err))
+
+    def _guard(self, seq: Sequence, where: str, fn, *args) -> None:
+        try:
+            fn(*args)
+        except Exception as e:  # noqa: BLE001 - one request's fault must not end the others
+            self._fail(seq, where, e)
+
+    def _choose(self, seq: Sequence, logits: torch.Tensor) -> tuple:
+        return choose(logits, seq.params, seq.generator, seq.tokens[:seq.prompt_len], seq.output)
+
+    def _emit(self, seq: Sequence, token: int, logprob=None) -> bool:
         """Append one token; finish the sequence if it stops here. True when it finished."""
-        seq.emit(token)
+        seq.emit(token, logprob)
         stops = set(seq.params.stop_token_ids or ())
         if not seq.params.ignore_eos:
             stops |= self.eos
@@ -132,18 +155,20 @@ class Scheduler:
 
     def _prefill_chunk(self) -> None:
         seq = next((s for s in self.active if s.status is Status.PREFILL), None)
-        if seq is None:
-            return
+        if seq is not None:
+            self._guard(seq, "prefill", self._prefill_seq, seq)
+
+    def _prefill_seq(self, seq: Sequence) -> None:
         n = min(self.prefill_chunk, len(seq.tokens) - seq.kv_len)
         logits = self.runner.run_window(seq, seq.tokens[seq.kv_len:seq.kv_len + n], all_logits=False)
         seq.kv_len += n
         if seq.kv_len == len(seq.tokens):
             seq.t_prefill_done = time.monotonic()
             seq.status = Status.DECODE
-            self._emit(seq, sample_row(logits, seq.params, seq.generator))
+            self._emit(seq, *self._choose(seq, logits))
 
     def _draft(self, seq: Sequence) -> list[int]:
-        if self.spec != "ngram" or not seq.params.greedy:
+        if self.spec != "ngram" or not seq.params.plain:
             return []
         room = min(seq.params.max_new_tokens - seq.num_generated - 1, self.k)
         if room < 1:
@@ -158,22 +183,34 @@ class Scheduler:
         self._drain()
         batch = []
         for seq in [s for s in self.active if s.status is Status.DECODE]:
-            draft = self._draft(seq)
+            try:
+                draft = self._draft(seq)
+            except Exception as e:  # noqa: BLE001 - one request's fault must not end the others
+                self._fail(seq, "draft", e)
+                continue
             if draft:
-                self._verify(seq, draft)
+                self._guard(seq, "verify", self._verify, seq, draft)
             else:
                 batch.append(seq)
         if not batch:
             return
-        if self.spec == "none" and all(s.params.greedy for s in batch):
+        if self.spec == "none" and all(s.params.plain for s in batch):
             self.runner.decode(batch)       # its tokens are read next step, after the next launch
             self._inflight = self.runner.read_tokens(batch)
             return
         logits = self.runner.decode(batch)
-        tokens = sample_rows(logits, [s.params for s in batch], [s.generator for s in batch])
-        for seq, tok in zip(batch, tokens):
-            seq.kv_len += 1
-            self._emit(seq, tok)
+        plain = [s.params.plain for s in batch]
+        greedy = torch.argmax(logits, dim=-1).tolist() if any(plain) else None
+        for i, seq in enumerate(batch):
+            self._guard(seq, "sampling", self._take, seq, greedy[i] if plain[i] else logits[i])
+
+    def _take(self, seq: Sequence, row) -> None:
+        """Accept one decoded token: a plain request's argmax, or chosen from its logits row."""
+        seq.kv_len += 1
+        if isinstance(row, int):
+            self._emit(seq, row)
+        else:
+            self._emit(seq, *self._choose(seq, row))
 
     # Greedy decode, pipelined one step deep: step n+1 is queued on the GPU (fed step n's ids
     # from the device) before the host waits for step n's tokens, so the host's bookkeeping
@@ -199,8 +236,7 @@ class Scheduler:
     def _resolve(self, fl) -> None:
         for seq, tok in zip(fl.seqs, fl.tolist()):
             if seq.status is Status.DECODE:          # not finished or cancelled since the launch
-                seq.kv_len += 1
-                self._emit(seq, tok)
+                self._guard(seq, "sampling", self._take, seq, tok)
 
     def _verify(self, seq: Sequence, draft: list[int]) -> None:
         """One forward pass over [last token] + draft; keep the longest agreeing prefix."""

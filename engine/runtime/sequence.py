@@ -27,6 +27,7 @@ class GenerationResult:
     prompt_tokens: int
     cached_tokens: int
     stats: dict = field(default_factory=dict)
+    logprobs: list = field(default_factory=list)   # sampling.TokenLogprob per token, if asked
 
 
 class Sequence:
@@ -49,6 +50,7 @@ class Sequence:
         self.spec_accepted = [0] * draft_k
         self.t_submit = time.monotonic()
         self.t_admit = self.t_first = self.t_prefill_done = self.t_end = None
+        self.logprobs: list = []         # sampling.TokenLogprob per output token, when asked for
         self.out: queue.Queue = queue.Queue()     # token ids, then None when finished
         self.done = threading.Event()
 
@@ -64,9 +66,11 @@ class Sequence:
     def reserved_tokens(self) -> int:
         return self.prompt_len + self.params.max_new_tokens
 
-    def emit(self, token: int) -> None:
+    def emit(self, token: int, logprob=None) -> None:
         if self.t_first is None:
             self.t_first = time.monotonic()
+        if logprob is not None:          # recorded before the token is visible to the reader
+            self.logprobs.append(logprob)
         self.tokens.append(token)
         self.out.put(token)
 
@@ -93,4 +97,4 @@ class Sequence:
 
     def result(self) -> GenerationResult:
         return GenerationResult(self.output, self.finish_reason or "cancelled", self.prompt_len,
-                                self.cached_tokens, self.stats())
+                                self.cached_tokens, self.stats(), list(self.logprobs))

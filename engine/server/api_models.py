@@ -2,7 +2,7 @@
 of the wrong JSON type is never coerced ("10" is not a number, "yes" not a boolean)."""
 from __future__ import annotations
 
-from typing import Annotated, Literal, Union
+from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -11,6 +11,12 @@ _TopP = Annotated[float, Field(gt=0.0, le=1.0, allow_inf_nan=False)]
 _Tokens = Annotated[int, Field(ge=1, le=1_000_000)]
 _Key = Annotated[str, Field(min_length=1, max_length=256)]
 _Seed = Annotated[int, Field(ge=0, le=2**63 - 1)]   # what a torch.Generator accepts
+_Penalty = Annotated[float, Field(ge=-2.0, le=2.0, allow_inf_nan=False)]
+_RepPenalty = Annotated[float, Field(gt=0.0, le=2.0, allow_inf_nan=False)]
+_TopLogprobs = Annotated[int, Field(ge=0, le=20)]
+# Checked by request_body.check_response_format: only {"type": "text"} is honoured, and
+# anything else is refused by name (this engine has no constrained decoding).
+_ResponseFormat = dict[str, Any]
 
 
 class _Strict(BaseModel):
@@ -58,6 +64,12 @@ class ChatCompletionRequest(_Strict):
     user: str | None = None
     prompt_cache_key: _Key | None = None
     stop: _Stop | None = None
+    presence_penalty: _Penalty | None = None
+    frequency_penalty: _Penalty | None = None
+    repetition_penalty: _RepPenalty | None = None
+    logprobs: bool | None = None
+    top_logprobs: _TopLogprobs | None = None
+    response_format: _ResponseFormat | None = None
 
 
 class CompletionRequest(_Strict):
@@ -77,6 +89,11 @@ class CompletionRequest(_Strict):
     stop: _Stop | None = None
     user: str | None = None
     prompt_cache_key: _Key | None = None
+    presence_penalty: _Penalty | None = None
+    frequency_penalty: _Penalty | None = None
+    repetition_penalty: _RepPenalty | None = None
+    logprobs: _TopLogprobs | None = None        # the legacy form: how many alternatives
+    response_format: _ResponseFormat | None = None
 
 
 class TokenizeRequest(_Strict):

@@ -83,6 +83,7 @@ class Generation:
         self.detok = Detokenizer(state.tokenizer, set(params.stop_token_ids or ()))
         self.stop = StopStrings(stop) if stop else None
         self._shown: list[str] = []
+        self._lp_at = 0                   # output tokens whose logprobs have been taken
 
     def open(self) -> None:
         """Blocking: claim the session, restore it, submit, wait for the first token."""
@@ -137,6 +138,16 @@ class Generation:
         if tail:
             self._shown.append(tail)
             yield tail
+
+    def take_logprobs(self) -> list:
+        """The logprob records of the output tokens read since the last call, end-of-turn
+        and other hidden tokens left out (they are not part of the text)."""
+        if self.params.logprobs is None or self.handle is None:
+            return []
+        n = len(self.detok.ids)
+        got = self.handle.logprobs[self._lp_at:n]
+        self._lp_at = n
+        return [e for e in got if e.token_id not in self.detok.hidden]
 
     def text(self) -> str:
         """The whole output text: what deltas() gave, exactly when a stop string cut it."""

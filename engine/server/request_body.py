@@ -122,9 +122,26 @@ def check_model(state: ServerState, name: str) -> None:
                        f"serves '{state.model_name}'", "model")
 
 
+def check_response_format(fmt: dict | None) -> None:
+    """Only plain text: json_object and json_schema need constrained decoding, which this
+    engine does not do; they are refused by name rather than answered unconstrained."""
+    if fmt is None or fmt == {"type": "text"}:
+        return
+    kind = fmt.get("type")
+    if kind in ("json_object", "json_schema"):
+        raise APIError("invalid_request", f"response_format of type '{kind}' is not supported: "
+                       f"this server has no constrained decoding; only {{\"type\": \"text\"}} "
+                       f"is accepted", "response_format")
+    raise APIError("invalid_request", "response_format must be {\"type\": \"text\"} (the only "
+                   f"format this server supports), got {fmt!r}"[:300], "response_format")
+
+
 def sampling_params(state: ServerState, prompt_len: int, max_tokens: int | None,
                     temperature: float | None, top_p: float | None, seed: int | None,
-                    max_param: str) -> SamplingParams:
+                    max_param: str, *, presence_penalty: float | None = None,
+                    frequency_penalty: float | None = None,
+                    repetition_penalty: float | None = None,
+                    logprobs: int | None = None) -> SamplingParams:
     """Bound the output by the context: an explicit request past it is an error."""
     ctx = state.profile["max_context"]
     room = ctx - prompt_len
@@ -141,4 +158,9 @@ def sampling_params(state: ServerState, prompt_len: int, max_tokens: int | None,
         temperature, top_p = 0.0, 1.0
     return SamplingParams(max_new_tokens=max_tokens or room, temperature=temperature,
                           top_p=top_p, seed=seed,
-                          stop_token_ids=list(state.stop_token_ids))
+                          stop_token_ids=list(state.stop_token_ids),
+                          presence_penalty=float(presence_penalty or 0.0),
+                          frequency_penalty=float(frequency_penalty or 0.0),
+                          repetition_penalty=float(1.0 if repetition_penalty is None
+                                                   else repetition_penalty),
+                          logprobs=logprobs)

@@ -12,7 +12,9 @@ from engine.server.api_models import CompletionRequest, stop_list
 from engine.server.disconnect import run_unless_disconnected
 from engine.server.errors import APIError
 from engine.server.generation import Generation, Outcome
-from engine.server.request_body import check_model, parse_body, sampling_params
+from engine.server.logprobs import LegacyLogprobs, TokenText
+from engine.server.request_body import (check_model, check_response_format, parse_body,
+                                        sampling_params)
 from engine.server.routes_chat import run_to_end
 from engine.server.sse import DONE, event_stream, sse_data
 from engine.server.tenancy import request_tenant, session_key
@@ -56,12 +58,21 @@ async def completions(request: Request):
     st = request.app.state.server
     req = await parse_body(request, CompletionRequest, st.profile["max_request_bytes"])
     check_model(st, req.model)
+    check_response_format(req.response_format)
     ids, text = prompt_ids(st, req.prompt)
     max_tokens = req.max_tokens
     if max_tokens is None:  # OpenAI's default, cut to the context that is left
         max_tokens = max(min(DEFAULT_MAX_TOKENS, st.profile["max_context"] - len(ids)), 1)
     params = sampling_params(st, len(ids), max_tokens, req.temperature, req.top_p, req.seed,
-                             "max_tokens")
+                             "max_tokens", presence_penalty=req.presence_penalty,
+                             frequency_penalty=req.frequency_penalty,
+                             repetition_penalty=req.repetition_penalty, logprobs=req.logprobs)
+    legacy = LegacyLogprobs(TokenText(st.tokenizer))
+
+    def logprobs() -> dict | None:
+        """The logprobs of the tokens read since the last call (None when not asked)."""
+        return None if req.logprobs is None else legacy(gen.take_logprobs())
+
     gen = Generation(st, route="/v1/completions", prompt_ids=ids, params=params,
                      session=session_key(request_tenant(request), req.prompt_cache_key),
                      arrived=arrived, prompt_text=text, stop=stop_list(req.stop))
@@ -70,13 +81,14 @@ async def completions(request: Request):
     base = {"id": cid, "object": "text_completion", "created": created, "model": st.model_name}
     if not req.stream:
         out_text, out = await run_unless_disconnected(request, gen, run_to_end, gen)
-        return JSONResponse({**base, "choices": [{"index": 0, "text": out_text, "logprobs": None,
+        return JSONResponse({**base, "choices": [{"index": 0, "text": out_text,
+                                                  "logprobs": logprobs(),
                                                   "finish_reason": out.finish_reason}],
                              "usage": _usage(out)})
     include_usage = bool(req.stream_options and req.stream_options.include_usage)
 
-    def chunk(delta: str, finish: str | None) -> bytes:
-        body = {**base, "choices": [{"index": 0, "text": delta, "logprobs": None,
+    def chunk(delta: str, finish: str | None, lp: dict | None = None) -> bytes:
+        body = {**base, "choices": [{"index": 0, "text": delta, "logprobs": lp,
                                      "finish_reason": finish}]}
         if include_usage:
             body["usage"] = None
@@ -84,9 +96,10 @@ async def completions(request: Request):
 
     def events() -> Iterator[bytes]:
         for d in gen.deltas():
-            yield chunk(d, None)
+            yield chunk(d, None, logprobs())
         out = gen.finish()
-        yield chunk("", out.finish_reason)
+        rest = logprobs()
+        yield chunk("", out.finish_reason, rest if rest and rest["tokens"] else None)
         if include_usage:
             yield sse_data({**base, "choices": [], "usage": _usage(out)})
         yield DONE
