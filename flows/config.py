@@ -46,6 +46,9 @@ class Lane:
     qualify: dict[str, Any] | None = None  # [lanes.qualify]: phase-chain settings (gates.spec)
     work_pool: str | None = None  # a Prefect work pool: the lane runs on a worker there (flows/dispatch.py)
     dispatch_timeout_s: int = 3600  # how long a dispatched lane may take, queued and running
+    evidence: str | None = None  # a folder of lane evidence (absolute): bound by wheel digest, never run here
+    public_key: str | None = None  # the lane host's pinned public key (PEM), from public_key or public_key_file
+    optional: bool = False  # a hardware-pending lane does not keep the release from ready (it is disclosed)
 
 
 @dataclass(frozen=True)
@@ -159,12 +162,38 @@ class Config:
     @property
     def lanes(self) -> list[Lane]:
         lanes = []
-        for lane in self.raw["lanes"]:
+        for i, lane in enumerate(self.raw["lanes"]):
             lane = dict(lane)
             if lane.get("model") and lane["host"] == "local":
                 lane["model"] = str(self._path(lane["model"]))
+            if lane.get("evidence"):
+                lane["evidence"] = str(self._path(lane["evidence"]))
+            if lane.get("public_key_file"):
+                lane["public_key"] = self._read_key(self._path(lane.pop("public_key_file")), f"lanes/{i}/public_key_file")
+            elif lane.get("public_key"):
+                lane["public_key"] = self._read_key(lane["public_key"], f"lanes/{i}/public_key")
             lanes.append(Lane(**lane))
         return lanes
+
+    @property
+    def lane_keys(self) -> dict[str, str]:
+        """lane name -> its pinned public key (PEM), for the lanes that pin one (keys/signers.json)."""
+        return {lane.name: lane.public_key for lane in self.lanes if lane.public_key}
+
+    @property
+    def evidence_dir(self) -> Path:
+        """Where `assay lanes import` keeps verified evidence: <state>/evidence/<lane>/<wheel sha256>/."""
+        return self.state_dir / "evidence"
+
+    def _read_key(self, value: str | Path, key_path: str) -> str:
+        """A public key (PEM text, or a file) as PEM text, checked to be Ed25519; else ConfigError."""
+        from releases.errors import KeyFileError
+        from releases.keys import load_public_key, public_pem
+
+        try:
+            return public_pem(load_public_key(value)).decode("ascii")
+        except KeyFileError as exc:
+            raise ConfigError(self.file, key_path, str(exc)) from None
 
     def lane(self, name: str) -> Lane:
         for lane in self.lanes:
@@ -199,7 +228,8 @@ class Config:
 
 
 # Keys of a [[lanes]] table that flows reads and gates does not (gates' lane schema refuses them).
-FLOW_ONLY_LANE_KEYS = ("gates", "work_pool", "dispatch_timeout_s")
+FLOW_ONLY_LANE_KEYS = ("gates", "work_pool", "dispatch_timeout_s", "evidence", "public_key", "public_key_file",
+                       "optional")
 
 
 def lane_table(table: dict[str, Any]) -> dict[str, Any]:
