@@ -244,6 +244,25 @@ def validate_config(raw: dict[str, Any], file: str) -> None:
         first = errors[0]
         raise ConfigError(file, pointer(first.absolute_path),
                           short(f"{first.message} (expected by schema rule {first.validator!r})"))
+    for i, lane in enumerate(raw["lanes"]):
+        _check_lane_keys(lane, file, f"/lanes/{i}")
+
+
+def _check_lane_keys(lane: dict[str, Any], file: str, where: str) -> None:
+    """The combinations the schema cannot word clearly: an evidence lane pins its host's key (one
+    way), a pinned key belongs to a lane that runs elsewhere, evidence is never dispatched."""
+    pinned = [k for k in ("public_key", "public_key_file") if k in lane]
+    if len(pinned) == 2:
+        raise ConfigError(file, f"{where}/public_key_file", "give public_key or public_key_file, not both")
+    if "evidence" in lane and not pinned:
+        raise ConfigError(file, f"{where}/evidence", "an evidence lane needs its host's public key: public_key "
+                          "(PEM) or public_key_file (docs/LANES.md, Lane evidence)")
+    if "evidence" in lane and "work_pool" in lane:
+        raise ConfigError(file, f"{where}/work_pool", "an evidence lane is not run here, so it is not dispatched "
+                          "either: give evidence or work_pool, not both")
+    if pinned and "evidence" not in lane and "work_pool" not in lane:
+        raise ConfigError(file, f"{where}/{pinned[0]}", "a lane run in place signs as the pipeline (the release "
+                          "key); a pinned lane key needs evidence or work_pool")
 
 
 def load_config(path: str | os.PathLike[str] | None = None, root: Path | None = None) -> Config:
