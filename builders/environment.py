@@ -1,8 +1,8 @@
 """The hermetic build environment, and what deliberately differs between build a and build b.
 
-Fixed for every build: SOURCE_DATE_EPOCH (the commit time), UTC, the C.UTF-8 locale,
-umask 022, PYTHONHASHSEED=0, no package index, and HOME / caches / TMPDIR that start empty
-inside the build directory. Varied per label, so that a build leaking any of it into its
+Fixed for every build: SOURCE_DATE_EPOCH (the time of the last commit that changed the subdir,
+builders/snapshot.py), UTC, the C.UTF-8 locale, umask 022, PYTHONHASHSEED=0, no package index,
+and HOME / caches / TMPDIR that start empty inside the build directory. Varied per label, so that a build leaking any of it into its
 output is caught by the comparison: the build directory path (chosen by the caller),
 USER / LOGNAME / HOSTNAME, and unrelated noise variables of different lengths.
 

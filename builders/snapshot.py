@@ -1,15 +1,22 @@
 """Freeze one commit of a source subdirectory into a candidate record, and export it.
 
-A clean candidate is fully named by git: the commit, the tree of the subdir in it, and the
-commit time as SOURCE_DATE_EPOCH. The working tree only matters when REF is the checked-out
-commit: then changes under the subdir make the source dirty, which is refused unless
-allow_dirty, and then recorded with a digest of the files actually built.
+A clean candidate is fully named by git: the commit, the tree of the subdir in it, and as
+SOURCE_DATE_EPOCH the time of the last commit (at or before REF) that changed the subdir. So the
+built bytes are a function of the subdir alone: a commit elsewhere in the repository changes the
+candidate (its commit, its release version) but not one byte of the wheel or sdist, and lane
+evidence bound to the wheel's sha256 (docs/LANES.md, Lane evidence) stays valid across it. The
+working tree only matters when REF is the checked-out commit: then changes under the subdir make
+the source dirty, which is refused unless allow_dirty, and then recorded with a digest of the
+files actually built.
 
-release_version follows `version_label`: "commit" (assay.toml's default) labels a clean candidate
-`<version>+g<commit 12 hex>`, so that every commit is a release of its own; "package" (this
-function's default) keeps the package version as it is (the version is then bumped per release). A dirty source is not unique
-per commit, so it always gets a PEP 440 local label: `<version>+g<commit 12 hex>.dirty.<dirty_digest
-12 hex>`. A version that already has a local label is joined with `.`.
+release_version names the release, not the wheel: the wheel always carries the package version
+of the subdir's pyproject.toml, whatever the label. It follows `version_label`: "commit"
+(assay.toml's default) labels a clean candidate `<version>+g<REF's commit 12 hex>`, so that every
+commit is a release of its own (two releases of one engine tree then ship byte-identical wheels);
+"package" (this function's default) keeps the package version as it is (the version is then bumped
+per release). A dirty source is not unique per commit, so it always gets a PEP 440 local label:
+`<version>+g<commit 12 hex>.dirty.<dirty_digest 12 hex>`. A version that already has a local label
+is joined with `.`.
 """
 from __future__ import annotations
 
@@ -43,7 +50,7 @@ def freeze(repo_dir: str | Path, ref: str = "HEAD", subdir: str = "engine",
     except SnapshotError as exc:
         raise SnapshotError(f"ref {ref!r} names no commit in repository {root.name!r} ({exc})") from exc
     tree = _subdir_tree(root, commit, sub)
-    epoch = int(git_text(root, "log", "-1", "--format=%ct", commit))
+    epoch = _subdir_epoch(root, commit, sub)
     package = _package(root, commit, sub)
 
     dirty_files = _dirty_files(root, commit, sub)
@@ -137,6 +144,16 @@ def _subdir_tree(root: Path, commit: str, sub: str) -> str:
     if git_text(root, "cat-file", "-t", tree) != "tree":
         raise SnapshotError(f"{sub!r} in commit {commit} is not a directory")
     return tree
+
+
+def _subdir_epoch(root: Path, commit: str, sub: str) -> int:
+    """The committer time of the last commit at or before COMMIT that changed SUB (the whole tree
+    when SUB is the root): git's own history simplification, so a merge that brought no change
+    into SUB does not count."""
+    out = git_text(root, "log", "-1", "--format=%ct", commit, "--", sub or ".")
+    if not out:   # cannot happen for a subdir that exists in COMMIT; refuse rather than guess
+        raise SnapshotError(f"no commit at or before {commit[:12]} changed {sub or '.'!r}")
+    return int(out)
 
 
 def _package(root: Path, commit: str, sub: str) -> dict:

@@ -66,6 +66,7 @@ keys_app = typer.Typer(help="People's signing keys (approvers, waiver grantors).
 
 
 def _mount() -> None:
+    from flows.lanes_cli import app as lanes_app
     from hosts.cli import app as hosts_app
     from releases import cli as releases_cli
     from releases.notes.cli import notes
@@ -77,6 +78,7 @@ def _mount() -> None:
     app.add_typer(keys_app, name="keys")
     app.add_typer(hosts_app, name="hosts", help="Inventory hosts: check them, trust their keys.")
     app.add_typer(review_app, name="review", help="Create and update a candidate's review ledger.")
+    app.add_typer(lanes_app, name="lanes", help="Lanes qualified elsewhere: import and check their evidence.")
     app.command("notes", help=notes.__doc__)(notes)
 
 

@@ -46,6 +46,9 @@ class Lane:
     qualify: dict[str, Any] | None = None  # [lanes.qualify]: phase-chain settings (gates.spec)
     work_pool: str | None = None  # a Prefect work pool: the lane runs on a worker there (flows/dispatch.py)
     dispatch_timeout_s: int = 3600  # how long a dispatched lane may take, queued and running
+    evidence: str | None = None  # a folder of lane evidence (absolute): bound by wheel digest, never run here
+    public_key: str | None = None  # the lane host's pinned public key (PEM), from public_key or public_key_file
+    optional: bool = False  # a hardware-pending lane does not keep the release from ready (it is disclosed)
 
 
 @dataclass(frozen=True)
@@ -159,12 +162,38 @@ class Config:
     @property
     def lanes(self) -> list[Lane]:
         lanes = []
-        for lane in self.raw["lanes"]:
+        for i, lane in enumerate(self.raw["lanes"]):
             lane = dict(lane)
             if lane.get("model") and lane["host"] == "local":
                 lane["model"] = str(self._path(lane["model"]))
+            if lane.get("evidence"):
+                lane["evidence"] = str(self._path(lane["evidence"]))
+            if lane.get("public_key_file"):
+                lane["public_key"] = self._read_key(self._path(lane.pop("public_key_file")), f"lanes/{i}/public_key_file")
+            elif lane.get("public_key"):
+                lane["public_key"] = self._read_key(lane["public_key"], f"lanes/{i}/public_key")
             lanes.append(Lane(**lane))
         return lanes
+
+    @property
+    def lane_keys(self) -> dict[str, str]:
+        """lane name -> its pinned public key (PEM), for the lanes that pin one (keys/signers.json)."""
+        return {lane.name: lane.public_key for lane in self.lanes if lane.public_key}
+
+    @property
+    def evidence_dir(self) -> Path:
+        """Where `assay lanes import` keeps verified evidence: <state>/evidence/<lane>/<wheel sha256>/."""
+        return self.state_dir / "evidence"
+
+    def _read_key(self, value: str | Path, key_path: str) -> str:
+        """A public key (PEM text, or a file) as PEM text, checked to be Ed25519; else ConfigError."""
+        from releases.errors import KeyFileError
+        from releases.keys import load_public_key, public_pem
+
+        try:
+            return public_pem(load_public_key(value)).decode("ascii")
+        except KeyFileError as exc:
+            raise ConfigError(self.file, key_path, str(exc)) from None
 
     def lane(self, name: str) -> Lane:
         for lane in self.lanes:
@@ -199,7 +228,8 @@ class Config:
 
 
 # Keys of a [[lanes]] table that flows reads and gates does not (gates' lane schema refuses them).
-FLOW_ONLY_LANE_KEYS = ("gates", "work_pool", "dispatch_timeout_s")
+FLOW_ONLY_LANE_KEYS = ("gates", "work_pool", "dispatch_timeout_s", "evidence", "public_key", "public_key_file",
+                       "optional")
 
 
 def lane_table(table: dict[str, Any]) -> dict[str, Any]:
@@ -214,6 +244,25 @@ def validate_config(raw: dict[str, Any], file: str) -> None:
         first = errors[0]
         raise ConfigError(file, pointer(first.absolute_path),
                           short(f"{first.message} (expected by schema rule {first.validator!r})"))
+    for i, lane in enumerate(raw["lanes"]):
+        _check_lane_keys(lane, file, f"/lanes/{i}")
+
+
+def _check_lane_keys(lane: dict[str, Any], file: str, where: str) -> None:
+    """The combinations the schema cannot word clearly: an evidence lane pins its host's key (one
+    way), a pinned key belongs to a lane that runs elsewhere, evidence is never dispatched."""
+    pinned = [k for k in ("public_key", "public_key_file") if k in lane]
+    if len(pinned) == 2:
+        raise ConfigError(file, f"{where}/public_key_file", "give public_key or public_key_file, not both")
+    if "evidence" in lane and not pinned:
+        raise ConfigError(file, f"{where}/evidence", "an evidence lane needs its host's public key: public_key "
+                          "(PEM) or public_key_file (docs/LANES.md, Lane evidence)")
+    if "evidence" in lane and "work_pool" in lane:
+        raise ConfigError(file, f"{where}/work_pool", "an evidence lane is not run here, so it is not dispatched "
+                          "either: give evidence or work_pool, not both")
+    if pinned and "evidence" not in lane and "work_pool" not in lane:
+        raise ConfigError(file, f"{where}/{pinned[0]}", "a lane run in place signs as the pipeline (the release "
+                          "key); a pinned lane key needs evidence or work_pool")
 
 
 def load_config(path: str | os.PathLike[str] | None = None, root: Path | None = None) -> Config:

@@ -58,9 +58,12 @@ def deployment_for(pool: str, lane: str) -> str:
     return f"{FLOW}/{pool}"
 
 
-def expected_key(cfg: Config):
-    """The key a lane host's receipts must verify with: the release key, which the lane host signs
-    with as ASSAY_LANE_KEY (as a local lane signs as the pipeline) until lanes pin keys of their own."""
+def expected_key(cfg: Config, lane: Lane | None = None):
+    """The key a lane host's receipts must verify with: the lane's pinned key (`public_key`), else
+    the release key, which the lane host then signs with as ASSAY_LANE_KEY (as a local lane signs as
+    the pipeline)."""
+    if lane is not None and lane.public_key:
+        return keys.load_public_key(lane.public_key)
     return keys.load_private_key(keys.ensure_local_key(cfg.keys_dir)[0]).public_key()
 
 
@@ -80,7 +83,7 @@ def dispatch_lane(cfg: Config, ws: Workspace, candidate: dict, lane: Lane, wheel
     log.info("lane %s: dispatched to work pool %s as flow run %s", lane.name, pool, child_id)
     watch(child_id, lane=lane.name, pool=pool, timeout_s=lane.dispatch_timeout_s,
           say=lambda line: log.info("lane %s: %s", lane.name, line))
-    signer = expected_key(cfg)
+    signer = expected_key(cfg, lane)
     returned = check_returned(read_returned(store, receipts_prefix(key, child_id)), lane=lane.name, kind=lane.kind,
                               chain=cfg.lane_spec(lane.name).chain, candidate=candidate_ref(candidate),
                               wheel={"name": wheel.name, "sha256": sha}, key=signer)

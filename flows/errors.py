@@ -24,6 +24,12 @@ class LaneFailed(FlowFailure):
     """A lane's verdict is not pass."""
 
 
+class LaneHardwarePending(FlowFailure):
+    """A lane bound by evidence has evidence only for other wheel bytes (the engine changed since it
+    was qualified) and is not optional: the release is not ready until the lane is run again on its
+    host for these bytes and the result imported (docs/LANES.md, Lane evidence)."""
+
+
 class GateFailed(FlowFailure):
     """A judged gate fails (or cannot decide) and no waiver names exactly its finding."""
 

@@ -1,6 +1,7 @@
 """release-candidate: one commit of the engine's source to a verified, approved, published release.
 
-freeze -> build twice -> compare -> package -> qualify each lane -> compose (ready) -> verify
+freeze -> build twice -> compare -> package -> qualify each lane (or bind its evidence) -> compose
+(ready) -> verify
 -> approval gate (pause for a typed Approval) -> record the decision -> publish write-once."""
 
 from __future__ import annotations
@@ -43,6 +44,9 @@ def release_candidate(config: str | None = None, ref: str = "HEAD", allow_dirty:
     steps.compare_builds(cfg, ws, candidate, builds, waiver_records)
     steps.package_release(cfg, ws, candidate, builds)
     for lane in cfg.lanes:
+        if lane.evidence:   # qualified elsewhere: bound by the wheel's digest, or hardware-pending
+            steps.bind_lane_evidence(cfg, ws, lane, steps.wheel_of(builds[0]))
+            continue
         run_lane = dispatch.dispatch_lane if lane.work_pool else steps.qualify_lane  # a worker on the lane host
         run_lane(cfg, ws, candidate, lane, steps.wheel_of(builds[0]))
         if lane.gates:

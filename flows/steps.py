@@ -12,9 +12,9 @@ from prefect.artifacts import create_link_artifact, create_markdown_artifact, cr
 
 from builders import compare, provenance, recipe, sbom, snapshot
 from builders.incumbent import resolve_incumbent
-from flows import summaries
+from flows import lane_evidence, summaries
 from flows.config import Config, Lane
-from flows.errors import GateFailed, LaneFailed, NotReproducible, StagedReleaseInvalid
+from flows.errors import GateFailed, LaneFailed, LaneHardwarePending, NotReproducible, StagedReleaseInvalid
 from flows.gpu_slot import gpu_slot
 from flows.hostmap import host_for
 from flows.stores import open_store, store_location
@@ -24,7 +24,7 @@ from gates.qualify import qualify
 from hosts.errors import HostLost
 from releases import keys
 from releases.candidate import candidate_ref
-from releases.canonical import load_json_bytes
+from releases.canonical import file_sha256, load_json_bytes
 from releases.ledger import ledger_summary, load_ledger_file
 from releases.receipts import subject
 from releases.release_dir import read_json
@@ -133,6 +133,27 @@ def qualify_lane(cfg: Config, ws: Workspace, candidate: dict, lane: Lane, wheel:
     return result.record
 
 
+@task(name="bind lane evidence")
+def bind_lane_evidence(cfg: Config, ws: Workspace, lane: Lane, wheel: Path) -> dict:
+    """A lane qualified elsewhere: bind its evidence when it qualifies these wheel bytes (every
+    signature under the lane's pinned key, its chain complete and passed), else record the lane
+    hardware-pending, which stops the run unless the lane is optional (docs/LANES.md, Lane evidence)."""
+    status, evidence = lane_evidence.resolve(cfg, lane, file_sha256(wheel))
+    signer, staged = keys.load_public_key(lane.public_key), stager(cfg, ws)
+    if status == lane_evidence.BOUND:
+        entry = staged.add_lane_evidence(evidence, signer, optional=lane.optional)
+    else:
+        entry = staged.add_lane_pending(evidence, signer, optional=lane.optional,
+                                        reason=lane_evidence.pending_reason(evidence, wheel))
+    create_markdown_artifact(key=f"lane-{_artifact_key(lane.name)}", markdown=summaries.lane_evidence_md([entry]),
+                             description=f"Lane {lane.name}: {entry['status']}")
+    if status != lane_evidence.BOUND and not lane.optional:
+        raise LaneHardwarePending(f"lane {lane.name} is hardware-pending: {entry['reason']}; the lane is not "
+                                  "optional, so the release is not ready")
+    get_run_logger().info("lane %s: %s (evidence of wheel %s)", lane.name, entry["status"], entry["wheel_sha256"][:16])
+    return entry
+
+
 @task(name="judged gates")
 def judge_lane(cfg: Config, ws: Workspace, candidate: dict, lane: Lane, wheel: Path, waivers: list[dict],
                stage: bool = True) -> dict:
@@ -171,7 +192,7 @@ def compose_release(cfg: Config, ws: Workspace, waivers: list[dict]) -> dict:
     ref = candidate_ref(staged.candidate)
     ledger = load_ledger_file(cfg.review_ledger, ref) if cfg.review_ledger else None
     signers = build_signers(ref, approvers=cfg.approver_keys, grantors=cfg.waiver_grantors,
-                            allow_unsigned_approval=cfg.allow_unsigned_approval)
+                            allow_unsigned_approval=cfg.allow_unsigned_approval, lanes=cfg.lane_keys)
     manifest = staged.compose(waivers=waivers, ledger=ledger, signers=signers)
     lanes = [staged.predicate(r) for r in manifest["receipts"] if r["kind"] == "lane"]
     summary = summaries.manifest_md(manifest, ledger_summary(read_json(staged.root / manifest["ledger"]["path"])),

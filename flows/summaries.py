@@ -74,13 +74,27 @@ def gate_failure(lane: str, blocking: list[dict]) -> str:
     return f"lane {lane}: " + "; ".join(parts) + ". A waiver must name exactly the gate, lane, case and measured value."
 
 
+def lane_evidence_md(entries: list[dict]) -> str:
+    """Lanes bound by evidence (wheel digest) and those hardware-pending, disclosed."""
+    if not entries:
+        return ""
+    lines = ["| lane (evidence) | status | optional | evidence's wheel sha256 | ran for commit |", "|---|---|---|---|---|"]
+    lines += [f"| {cell(e['lane'])} | **{e['status']}** | {'yes' if e['optional'] else 'no'} | `{e['wheel_sha256'][:16]}` | "
+              f"`{e['candidate']['commit'][:12]}` |" for e in entries]
+    lines += [f"\n**Lane {cell(e['lane'])} is hardware-pending**: {cell(e.get('reason', ''))}"
+              + (" It is optional: the release goes ahead without it." if e["optional"] else "")
+              for e in entries if e["status"] == "hardware-pending"]
+    return "\n".join(lines)
+
+
 def manifest_md(manifest: dict, ledger_md: str = "", lanes: list[dict] = ()) -> str:
     """The approval summary: identity, each lane's phases, every receipt with its kind and label,
     assets, waivers and the review ledger's state."""
     cand = manifest["candidate"]
     lines = [f"## Release {manifest['version']} — {manifest['state']}", "",
              f"Candidate `{cand['commit']}` (tree `{cand['tree'][:12]}`, id `{cand['id'][:16]}`)", "",
-             lanes_md(list(lanes)), "", "| receipt | label | sha256 |", "|---|---|---|"]
+             lanes_md(list(lanes)), "", lane_evidence_md(manifest.get("lane_evidence", [])), "",
+             "| receipt | label | sha256 |", "|---|---|---|"]
     lines += [f"| {r['kind']} | {cell(r['label'] or '')} | `{r['sha256'][:16]}` |" for r in manifest.get("receipts", [])]
     lines += ["", "| asset | sha256 |", "|---|---|"]
     lines += [f"| {a['path']} | `{a['sha256'][:16]}` |" for a in manifest.get("artifacts", []) + manifest.get("sboms", [])]

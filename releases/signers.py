@@ -1,8 +1,10 @@
-"""keys/signers.json: the people who may approve a release or grant its waivers, with their keys.
+"""keys/signers.json: the people who may approve a release or grant its waivers, and the lanes that
+pin a key of their own (a lane host's: its receipts, lane evidence included, are signed with it),
+with their keys.
 
 The ready manifest binds it, so the release key vouches for the list and the approver signs over
-it too; verify checks every person's signature against this list, never against a key a record
-carries about itself."""
+it too; verify checks every person's and every lane's signature against this list, never against
+a key a record carries about itself."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -34,12 +36,16 @@ def _entry(name: str, key: PersonKey, where: str) -> dict:
 
 
 def build_signers(candidate: dict, *, approvers: Mapping[str, PersonKey], grantors: Mapping[str, PersonKey] = {},
-                  allow_unsigned_approval: bool) -> dict:
-    """The signers record for one candidate (a candidate ref) from the configured people."""
+                  allow_unsigned_approval: bool, lanes: Mapping[str, PersonKey] = {}) -> dict:
+    """The signers record for one candidate (a candidate ref) from the configured people and the
+    lanes' pinned keys (lane name -> public key; a lane without one signs with the release key)."""
     record = {"signers_schema": SIGNERS_SCHEMA, "candidate": dict(candidate),
               "allow_unsigned_approval": bool(allow_unsigned_approval),
               "approvers": [_entry(n, k, f"approvers/{n}") for n, k in sorted(approvers.items())],
               "grantors": [_entry(n, k, f"grantors/{n}") for n, k in sorted(grantors.items())]}
+    pinned = [_entry(n, k, f"lanes/{n}") for n, k in sorted(lanes.items()) if k is not None]
+    if pinned:
+        record["lanes"] = pinned
     return validate("signers", record, SIGNERS)
 
 
@@ -53,11 +59,16 @@ def add_signers(release_root: str | Path, record: dict) -> dict:
 
 
 def person_keys(record: dict, role: str) -> dict[str, Ed25519PublicKey | None]:
-    """name -> public key (None when listed without one) of the `approvers` or `grantors`."""
+    """name -> public key (None when listed without one) of the `approvers`, `grantors` or `lanes`."""
     out: dict[str, Any] = {}
-    for entry in record[role]:
+    for entry in record.get(role, []):
         key = load_public_key(entry["public_key"]) if entry["public_key"] else None
         if key is not None and key_id(key) != entry["key_id"]:
             raise RecordError(f"{role} {entry['name']}: key_id differs from its public key", where=SIGNERS)
         out[entry["name"]] = key
     return out
+
+
+def lane_keys(record: dict | None) -> dict[str, Ed25519PublicKey]:
+    """lane name -> its pinned public key, from a signers record (none: every lane signs as the release)."""
+    return {name: key for name, key in person_keys(record, "lanes").items() if key is not None} if record else {}

@@ -24,11 +24,13 @@ from releases.candidate import candidate_ref, candidate_subject, require_candida
 from releases.canonical import canonical_json, file_sha256, load_json_bytes
 from releases.clock import utc_now
 from releases.errors import RecordError
+from releases.evidence import Evidence
 from releases.ledger import bind_ledger, default_ledger, require_closed
 from releases.notes import write_notes
 from releases.publish import PublishResult, publish_release
 from releases.release_dir import CANDIDATE, MANIFEST, ReleaseDir
 from releases.signers import add_signers
+from releases.keys import key_id, load_public_key, public_pem
 from releases.verify import VerificationReport, verify_release
 from releases.waivers import bind_waiver
 
@@ -89,6 +91,11 @@ class ReleaseStager:
             return load_json_bytes(self._index_path.read_bytes(), where=INDEX)
         return {"receipts": [], "artifacts": [], "sboms": []}
 
+    @property
+    def lane_evidence(self) -> list[dict]:
+        """The manifest's `lane_evidence` entries staged so far: lanes bound by evidence or pending."""
+        return [dict(e) for e in self._index.get("lane_evidence", [])]
+
     def _save(self) -> None:
         self.workspace.mkdir(parents=True, exist_ok=True)
         write_atomic(self._index_path, canonical_json(self._index))
@@ -121,6 +128,49 @@ class ReleaseStager:
         _, predicate = receipts.open_receipt(envelope, signer or self.public_key, expected_kind=kind, where=where)
         require_candidate(kind, predicate, self._index.get("candidate") or {}, where=where)
         return self._stage_envelope(kind, envelope, label)
+
+    def add_lane_evidence(self, evidence: Evidence, signer: Ed25519PublicKey, *, optional: bool = False) -> dict:
+        """Stage sound lane evidence (releases.evidence.check_evidence) about the wheel this release
+        ships: each envelope is opened again with the lane's pinned key `signer`, and staged as it
+        is (the paths inside the lane receipt stay true). The candidate the receipts name may be
+        another whose reproducible build gave the same wheel bytes: the binding is the wheel's
+        sha256. Records the lane as `bound` in the manifest's `lane_evidence`."""
+        where = f"lane evidence {evidence.lane}"
+        wheels = {a["sha256"] for a in self._index["artifacts"] if a["kind"] == "wheel"}
+        if evidence.wheel["sha256"] not in wheels:
+            raise RecordError(f"the evidence qualifies wheel sha256 {evidence.wheel['sha256']}, which this release "
+                              f"does not ship (its wheels: {', '.join(sorted(wheels)) or 'none staged'})", where=where)
+        if key_id(signer) != evidence.key_id:
+            raise RecordError(f"the evidence was checked under key {evidence.key_id}, not the lane's {key_id(signer)}",
+                              where=where)
+        for kind, label, rel, envelope in evidence.receipts:
+            receipts.open_receipt(envelope, signer, expected_kind=kind, where=rel)
+            self._stage_envelope(kind, envelope, label)
+        return self._lane_status(evidence.lane, evidence.kind, "bound", optional=optional, signer=signer,
+                                 wheel_sha256=evidence.wheel["sha256"], candidate=evidence.candidate)
+
+    def add_lane_pending(self, evidence: Evidence, signer: Ed25519PublicKey, *, optional: bool, reason: str) -> dict:
+        """Record lane `evidence.lane` as hardware-pending: its (sound) evidence qualifies other wheel
+        bytes than this release ships, so none of its receipts is staged. verify refuses a ready
+        release with a pending lane that is not optional, and discloses one that is."""
+        return self._lane_status(evidence.lane, evidence.kind, "hardware-pending", optional=optional, signer=signer,
+                                 wheel_sha256=evidence.wheel["sha256"], candidate=evidence.candidate, reason=reason)
+
+    def _lane_status(self, lane: str, kind: str, status: str, *, optional: bool, signer: Ed25519PublicKey,
+                     wheel_sha256: str, candidate: dict, reason: str | None = None) -> dict:
+        entry = {"lane": lane, "kind": kind, "status": status, "optional": bool(optional), "key_id": key_id(signer),
+                 "wheel_sha256": wheel_sha256, "candidate": dict(candidate), **({"reason": reason} if reason else {})}
+        self._index.setdefault("lane_keys", {})[lane] = public_pem(signer).decode("ascii")
+        self._index.setdefault("lane_evidence", [])
+        return self._keep("lane_evidence", entry, lambda e: e["lane"] == lane)
+
+    def _signer_for(self, entry: dict) -> Ed25519PublicKey:
+        """The key a staged receipt opens with: its lane's pinned key when evidence staged one, else
+        the release key."""
+        kind, label = entry["kind"], entry.get("label") or ""
+        lane = label.split("/", 1)[0] if kind in ("lane", "phase") or kind.startswith("verdict-") else None
+        pem = self._index.get("lane_keys", {}).get(lane) if lane else None
+        return load_public_key(pem) if pem else self.public_key
 
     def _stage_envelope(self, kind: str, envelope: dict, label: str | None) -> dict:
         entry = self.dir.add_receipt(kind, envelope, label=label)
@@ -159,17 +209,19 @@ class ReleaseStager:
         manifest = mf.transition(manifest, "candidate",
                                  candidate_record={"path": CANDIDATE, "sha256": file_sha256(self.root / CANDIDATE)},
                                  public_key=self.dir.add_public_key(self.public_key), receipts=staged)
+        lane_evidence = {"lane_evidence": self.lane_evidence} if self._index.get("lane_evidence") else {}
         manifest = mf.transition(manifest, "ready", artifacts=self._index["artifacts"], sboms=self._index["sboms"],
                                  sums=self._index.get("sums") or self.write_sums(),
-                                 ledger=self.dir.add_ledger(ledger), waivers=waiver_entries,
+                                 ledger=self.dir.add_ledger(ledger), waivers=waiver_entries, **lane_evidence,
                                  **({"signers": add_signers(self.root, signers)} if signers is not None else {}))
         self.dir.write_manifest(manifest, self._key)
         return manifest
 
     def predicate(self, entry: dict, signer: Ed25519PublicKey | None = None) -> dict:
-        """The predicate of a staged receipt, opened with `signer` (default: the release key)."""
+        """The predicate of a staged receipt, opened with `signer` (default: its lane's pinned key for
+        staged lane evidence, else the release key)."""
         envelope = load_json_bytes((self.root / entry["path"]).read_bytes(), where=entry["path"])
-        return receipts.open_receipt(envelope, signer or self.public_key, expected_kind=entry["kind"],
+        return receipts.open_receipt(envelope, signer or self._signer_for(entry), expected_kind=entry["kind"],
                                      where=entry["path"])[1]
 
     def manifest(self) -> dict:

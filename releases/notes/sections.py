@@ -169,8 +169,32 @@ def _window(rel: Release, path: str, window: dict) -> list:
     return [Table(["window", "value"], leaf_rows(rel, path, ("predicate", "window"), window))] if window else []
 
 
+def lane_evidence(rel: Release) -> list:
+    """Lanes qualified by evidence bound by wheel digest, and those hardware-pending (disclosed)."""
+    entries = rel.manifest.get("lane_evidence", [])
+    if not entries:
+        return []
+    table = Table(["lane", "status", "optional", "wheel sha256 the evidence qualifies", "candidate it ran for"])
+    blocks: list = [Heading(3, ["Lane evidence"]),
+                    Para(["These lanes ran elsewhere, signed with their hosts' own keys (", Code("keys/signers.json"),
+                          "); their evidence is bound by the wheel's sha256, so it holds for every candidate whose "
+                          "reproducible build gives the same bytes."]), table]
+    for i, _ in enumerate(entries):
+        base = f"/lane_evidence/{i}"
+        table.rows.append([[rel.fig(MANIFEST, f"{base}/{k}")] for k in ("lane", "status", "optional", "wheel_sha256")]
+                          + [[rel.fig(MANIFEST, f"{base}/candidate/commit")]])
+    for i, e in enumerate(entries):
+        if e["status"] == "hardware-pending":
+            base = f"/lane_evidence/{i}"
+            blocks.append(Para(["Lane ", rel.fig(MANIFEST, f"{base}/lane"), " is hardware-pending: its evidence "
+                                "qualifies wheel sha256 ", rel.fig(MANIFEST, f"{base}/wheel_sha256"),
+                                ", not the wheel this release ships, so this release is not qualified on it",
+                                *((" (optional lane: released without it)",) if e["optional"] else ()), "."]))
+    return blocks
+
+
 def lanes(rel: Release) -> list:
-    blocks: list = [Heading(2, ["Lanes"])]
+    blocks: list = [Heading(2, ["Lanes"])] + lane_evidence(rel)
     found = False
     for entry, stmt in rel.receipts():
         kind, path = statement_kind(stmt), entry["path"]

@@ -22,8 +22,8 @@ def load_signers(check: Checker, manifest: dict) -> dict | None:
         check.fail(entry["path"], "candidate", "signers list names another candidate")
         return None
     try:
-        person_keys(record, "approvers")
-        person_keys(record, "grantors")
+        for role in ("approvers", "grantors", "lanes"):
+            person_keys(record, role)
     except RecordError as exc:
         check.fail(entry["path"], "", exc.message)
         return None

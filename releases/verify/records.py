@@ -12,6 +12,7 @@ from releases.errors import RecordError, SchemaError
 from releases.manifest import approval_digest
 from releases.receipts import open_receipt
 from releases.verify.checker import Checker
+from releases.verify.lanes import check_evidence_binding, check_lane_evidence, lane_of, signer_for
 from releases.verify.people import check_approval_signature, check_waiver, load_signers
 
 _CANDIDATE_FIELD = {"build": "payload/predicate/buildDefinition/externalParameters/candidate",
@@ -199,13 +200,18 @@ def check_records(check: Checker, manifest: dict, key: Ed25519PublicKey, *, requ
     by_name = {PurePosixPath(a["path"]).name: a for a in manifest.get("artifacts", [])}
     preds: dict[str, list[tuple[str, dict]]] = {}
     builds: dict[str, dict] = {}
+    signers = load_signers(check, manifest)   # before the receipts: it names the lanes' own keys
+    evidence = {e["lane"]: e for e in manifest.get("lane_evidence", []) if e["status"] == "bound"}
     for r in manifest.get("receipts", []):
-        opened = _open(check, r["path"], r["kind"], key)
+        opened = _open(check, r["path"], r["kind"], signer_for(r, signers, key))
         if opened is None:
             continue
         stmt, pred = opened
-        field = _CANDIDATE_FIELD.get(r["kind"], "payload/predicate/candidate")
-        _check_candidate(check, r["path"], r["kind"], pred, expected, field)
+        if lane_of(r) in evidence:   # bound by the wheel's digest, not by this candidate
+            check_evidence_binding(check, r, stmt, pred, evidence[lane_of(r)])
+        else:
+            field = _CANDIDATE_FIELD.get(r["kind"], "payload/predicate/candidate")
+            _check_candidate(check, r["path"], r["kind"], pred, expected, field)
         _check_subjects(check, r["path"], stmt, by_name)
         _check_kind(check, r["path"], r["kind"], stmt, pred, manifest, by_name)
         preds.setdefault(r["kind"], []).append((r["path"], pred))
@@ -220,7 +226,7 @@ def check_records(check: Checker, manifest: dict, key: Ed25519PublicKey, *, requ
             if require_ready:  # the closure rule: no open in-scope P0/P1 item, and a closure
                 for problem in closure_problems(ledger):
                     check.fail(manifest["ledger"]["path"], "closure", problem)
-    signers = load_signers(check, manifest)
+    check_lane_evidence(check, manifest, signers, require_ready=require_ready)
     waivers: dict[str, dict] = {}
     for i, w in enumerate(manifest.get("waivers", [])):
         record = check.json(w["path"], "waiver", f"waivers/{i}")
