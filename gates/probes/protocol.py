@@ -1,9 +1,13 @@
 """The engine's documented HTTP contract (docs/API.md), checked one rule at a time."""
 
 import hashlib
+import json
 import threading
 import time
+import urllib.error
+import urllib.request
 
+from context import FILLER
 from wire import chat, chat_body, error_code, error_shape_ok, request, stream
 
 
@@ -140,26 +144,29 @@ def pressure(a):
         if s != 200 and DOCUMENTED_PRESSURE.get(s) != code:
             undocumented += 1
 
-    # Two requests on one session at once: the second is refused with 409 session_busy.
+    # Two requests on one session at once: the second is refused with 409 session_busy. The first
+    # copies a long text (a small model on a GPU finishes a short answer before a second request
+    # could arrive); the second is sent once the first's first token has been read, while the
+    # session is known to be busy.
     busy = {}
-
-    def first():
-        busy["first"] = stream(base, "/v1/chat/completions",
-                               chat_body(model, "Count from one to five hundred in words.", a.get("busy_tokens", max(32, n * 4)),
-                                         stream=True,
-                                         prompt_cache_key="pressure-busy"), key=key)[0]
-
-    t = threading.Thread(target=first)
-    t.start()
-    time.sleep(0.3)
-    deadline = time.monotonic() + 60
+    busy_tokens = a.get("busy_tokens", max(32, n * 4))
+    body = chat_body(model, "Repeat the following text word for word:\n\n" + FILLER * max(1, busy_tokens // 64),
+                     busy_tokens, stream=True, prompt_cache_key="pressure-busy")
+    req = urllib.request.Request(base + "/v1/chat/completions", data=json.dumps(body).encode(), method="POST",
+                                 headers={"Content-Type": "application/json", "Authorization": f"Bearer {key}"})
     second = None
-    while time.monotonic() < deadline and t.is_alive():
-        second = chat(base, key, model, "Hello", 4, prompt_cache_key="pressure-busy")
-        if second[0] == 409:
-            break
-        time.sleep(0.05)
-    t.join()
+    try:
+        with urllib.request.urlopen(req, timeout=600) as resp:
+            busy["first"] = resp.status
+            lines = iter(resp)
+            for raw in lines:
+                if raw.startswith(b"data:"):
+                    break
+            second = chat(base, key, model, "Hello", 4, prompt_cache_key="pressure-busy")
+            for raw in lines:
+                pass
+    except urllib.error.HTTPError as err:   # the first request refused: the check cannot pass; say why
+        busy["first"] = err.code
     busy_ok = second is not None and second[0] == 409 and second[3] == "session_busy"
     return {"fanout": fanout, "fanout_s": round(fanout_s, 3), "errors": errors, "cross_talk": crossed,
             "compared_sessions": fanout, "burst": burst, "burst_statuses": statuses, "undocumented": undocumented,
