@@ -21,7 +21,7 @@ _COMMON: dict[str, dict[str, Any]] = {
     "abba": {"min_ratio": 0.95, "floor": 0.95, "max_leg_spread": 0.10, "cases": None},
     "noninferiority": {"cases": 140, "variants": 8, "seed": 0, "resamples": 20000, "confidence": 0.95,
                        "max_error_rate": 0.01, "min_perturbed_cases": 10, "max_tokens": 96,
-                       "concurrency": 16},
+                       "concurrency": 8},
     "determinism": {"prompts": 80, "max_tokens": 64},
     "latency": {"absolute_s": 0.25, "relative": 0.25, "fanout": 4, "repeats": 3, "max_tokens": 8},
 }
