@@ -32,11 +32,18 @@ def _config(preset, ref_config):
     return cfg
 
 
-def _eos_ids(cfg, tokenizer_config):
+def _stop_ids(cfg, ref):
+    """Every id decoding could stop at: the config's end and pad ids and the tokenizer's special
+    tokens (an engine may stop at any end-of-text token its tokenizer names)."""
     ids = cfg.get("eos_token_id")
     ids = set(ids if isinstance(ids, list) else [ids] if ids is not None else [])
     if cfg.get("pad_token_id") is not None:
         ids.add(cfg["pad_token_id"])
+    try:
+        with open(os.path.join(ref, "tokenizer.json"), encoding="utf-8") as f:
+            ids.update(t["id"] for t in json.load(f).get("added_tokens", []) if t.get("special"))
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
     return sorted(ids)
 
 
@@ -79,7 +86,8 @@ def random_model(a):
         w[p + "mlp.up_proj.weight"] = rnd(inter, h, std=h ** -0.5)
         w[p + "mlp.down_proj.weight"] = rnd(h, inter, std=inter ** -0.5)
     head = rnd(v, h, std=0.5)
-    for token in _eos_ids(cfg, None):
+    stops = _stop_ids(cfg, ref)
+    for token in stops:
         if 0 <= token < v:
             head[token].zero_()
     w["lm_head.weight"] = head
@@ -95,7 +103,7 @@ def random_model(a):
     params = sum(t.numel() for t in w.values())
     record = {"preset": preset, "seed": seed, "device": device, "parameters": params,
               "weights_bytes": sum(t.numel() * t.element_size() for t in w.values()),
-              "zeroed_head_rows": _eos_ids(cfg, None), "made_s": round(time.monotonic() - t0, 1)}
+              "zeroed_head_rows": stops, "made_s": round(time.monotonic() - t0, 1)}
     with open(record_path, "w", encoding="utf-8") as f:
         json.dump(record, f, sort_keys=True)
     return {**record, "reused": False}
