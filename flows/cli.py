@@ -70,6 +70,7 @@ def _mount() -> None:
     from releases import cli as releases_cli
     from releases.notes.cli import notes
     from releases.review_cli import app as review_app
+    from flows.reproduce_cli import reproduce
 
     app.command("verify", help=releases_cli.verify.__doc__)(releases_cli.verify)
     release_app.command("show", help=releases_cli.show.__doc__)(releases_cli.show)
@@ -78,6 +79,7 @@ def _mount() -> None:
     app.add_typer(hosts_app, name="hosts", help="Inventory hosts: check them, trust their keys.")
     app.add_typer(review_app, name="review", help="Create and update a candidate's review ledger.")
     app.command("notes", help=notes.__doc__)(notes)
+    app.command("reproduce", help=reproduce.__doc__)(reproduce)
 
 
 @app.command()
