@@ -133,6 +133,8 @@ def record(plan: Plan, missing: Mapping[str, str], shown_dir: str) -> dict[str, 
         entry = {"side": side, "value": _value(name, side, shown_dir)}
         if name == "user" and name in missing:  # the name still varies; the uid cannot
             entry = {"side": side, "value": f"{USERS[side]} (host uid)", "not_varied": "uid: " + missing[name]}
+        elif name == "hostname" and name in missing:  # whatever the machine is called: unset by us
+            entry = {"side": "a", "value": "the host's own hostname", "not_varied": missing[name]}
         elif name in missing:
             entry = {"side": "a", "value": _value(name, "a", shown_dir), "not_varied": missing[name]}
         out[name] = entry

@@ -63,3 +63,19 @@ def test_variation_lists_are_checked():
         variations.parse_names("tz,colour")
     with pytest.raises(variations.VariationError, match="none given"):
         variations.parse_names(" , ")
+
+
+def test_what_a_host_cannot_vary_is_recorded_not_pretended():
+    a = variations.record(variations.plan_for("a"), {}, "${WORKROOT}/a")
+    missing = {"hostname": "unshare refused", "time": "no faketime", "user": "no user namespace",
+               "fs_order": "no disorderfs"}
+    b = variations.record(variations.plan_for("b"), missing, "${WORKROOT}/bb/x")
+    s = variations.summary(a, b, variations.NAMES)
+    assert s["time"] == {"a": "host clock", "b": "host clock", "varied": False, "not_varied": "no faketime"}
+    # b ran under whatever its machine is called: that differs from a's set name, but was not set by us.
+    assert s["hostname"]["b"] == "the host's own hostname" and s["hostname"]["not_varied"] == "unshare refused"
+    assert s["user"]["varied"] and s["user"]["not_varied"] == "uid: no user namespace"  # the name still varies
+    assert s["umask"] == {"a": "022", "b": "002", "varied": True}
+    only = variations.summary(a, variations.record(variations.plan_for("b", ("tz",)), {}, "${WORKROOT}/a"), ("tz",))
+    assert [n for n, v in only.items() if v["varied"]] == ["tz"]
+    assert only["umask"]["not_varied"] == "not asked for (--variations)"
