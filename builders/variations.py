@@ -14,7 +14,7 @@ host, not only named in a variable:
   locale      LANG/LC_ALL C.UTF-8 vs fr_CH.UTF-8
   time        the clock: the host's vs 397 days ahead (libfaketime's `faketime -f +397d`);
               SOURCE_DATE_EPOCH stays the commit's, so only a build that reads the clock differs
-  home        HOME inside the build directory: `home` vs `elsewhere/home-b`
+  home_dir    HOME inside the build directory: `home` vs `elsewhere/home-b`
   env_noise   variables of different names, values and lengths that no build should read
   fs_order    directory listing order: needs disorderfs (FUSE); never available here, recorded so
 
@@ -29,7 +29,9 @@ from typing import Mapping
 
 from hosts.base import Host
 
-NAMES = ("build_path", "hostname", "user", "umask", "tz", "locale", "time", "home", "env_noise", "fs_order")
+# Names become JSON-pointer segments in the release notes (/variations/NAME/value): none may read
+# as a private marker there ("home" would: /home/value looks like a home directory).
+NAMES = ("build_path", "hostname", "user", "umask", "tz", "locale", "time", "home_dir", "env_noise", "fs_order")
 SIDES = ("a", "b")
 UID_B = 4242
 CLOCK_OFFSET_DAYS = 397
@@ -105,7 +107,7 @@ def env_for(plan: Plan, build_dir: str, missing: Mapping[str, str]) -> dict[str,
         "USER": USERS[plan["user"]], "LOGNAME": USERS[plan["user"]],
         "HOSTNAME": HOSTNAMES[host_side],
         "TZ": TZS[plan["tz"]], "LANG": LOCALES[plan["locale"]], "LC_ALL": LOCALES[plan["locale"]],
-        "HOME": f"{build_dir}/{HOMES[plan['home']]}",
+        "HOME": f"{build_dir}/{HOMES[plan['home_dir']]}",
         **noise(plan["env_noise"]),
     }
 
@@ -156,7 +158,7 @@ def _value(name: str, side: str, shown_dir: str) -> str:
         return LOCALES[side]
     if name == "time":
         return f"clock +{CLOCK_OFFSET_DAYS} days (libfaketime)" if side == "b" else "host clock"
-    if name == "home":
+    if name == "home_dir":
         return "${BUILD_DIR}/" + HOMES[side]
     if name == "env_noise":
         return f"noise set {side}"

@@ -60,7 +60,7 @@ def test_reproduce_attributes_each_leaked_fact_to_its_variation(tmp_path):
     assert proc.returncode == 1, proc.stderr[-3000:]
     out = json.loads(proc.stdout)
     assert out["identical"] is False
-    for name in ("build_path", "hostname", "user", "umask", "tz", "locale", "time", "home", "env_noise"):
+    for name in ("build_path", "hostname", "user", "umask", "tz", "locale", "time", "home_dir", "env_noise"):
         assert out["variations"][name]["varied"] is True, (name, out["variations"][name])
     assert out["variations"]["fs_order"]["varied"] is False and out["variations"]["fs_order"]["not_varied"]
     causes = {d["member"]: d["cause"] for d in out["differences"] if d["artifact"].endswith(".whl")}

@@ -31,7 +31,7 @@ def test_a_and_b_differ_in_every_varied_value_and_records_show_it():
     va, vb = a.record_varied["variations"], b.record_varied["variations"]
     assert [n for n in variations.NAMES if va[n]["value"] != vb[n]["value"]] == [
         n for n in variations.NAMES if n != "fs_order"]
-    assert vb["home"]["value"] == "${BUILD_DIR}/elsewhere/home-b"
+    assert vb["home_dir"]["value"] == "${BUILD_DIR}/elsewhere/home-b"
     for rec in (a.record_environment, a.record_varied, b.record_environment, b.record_varied):
         assert b"/w/root" not in canonical_json(rec)
 
@@ -79,3 +79,13 @@ def test_what_a_host_cannot_vary_is_recorded_not_pretended():
     only = variations.summary(a, variations.record(variations.plan_for("b", ("tz",)), {}, "${WORKROOT}/a"), ("tz",))
     assert [n for n, v in only.items() if v["varied"]] == ["tz"]
     assert only["umask"]["not_varied"] == "not asked for (--variations)"
+
+
+def test_variation_records_read_as_no_private_marker_even_as_pointers():
+    """The notes cite records by JSON pointer (/variations/NAME/value): no name may look like a home path."""
+    from releases import markers
+
+    rec = variations.record(variations.plan_for("b"), {}, "${WORKROOT}/bb/x")
+    pointers = [f"/predicate/buildDefinition/internalParameters/varied/variations/{n}/{k}" for n in rec for k in rec[n]]
+    assert [p for p in pointers if markers.scan_text(p)] == []
+    assert markers.scan_text("/variations/home/value")  # what the name `home` did
