@@ -21,6 +21,7 @@ from rich.table import Table  # noqa: E402
 from rich.text import Text  # noqa: E402
 
 from flows.approval import ApprovalNotPossible, ready_manifest_path, send_approval  # noqa: E402
+from builders.errors import BuilderError  # noqa: E402
 from flows.config import ConfigError  # noqa: E402
 from hosts.errors import HostError, InventoryError  # noqa: E402
 from releases import exit_codes  # noqa: E402
@@ -34,7 +35,7 @@ err = Console(stderr=True, soft_wrap=True, markup=False, emoji=False)  # message
 EXIT_CODES: list[tuple[type[BaseException], int]] = [
     (ConfigError, exit_codes.BAD_INPUT), (InventoryError, exit_codes.BAD_INPUT), (RecordError, exit_codes.BAD_INPUT),
     (KeyFileError, exit_codes.BAD_INPUT), (VerificationFailed, exit_codes.FAILED), (HostError, exit_codes.UNAVAILABLE),
-    (StoreError, exit_codes.UNAVAILABLE),
+    (StoreError, exit_codes.UNAVAILABLE), (BuilderError, exit_codes.FAILED),
 ]
 
 
