@@ -1,22 +1,23 @@
-"""The hermetic build environment, and what deliberately differs between build a and build b.
+"""The hermetic build environment: what is fixed for every build, and the plan's variations.
 
 Fixed for every build: SOURCE_DATE_EPOCH (the time of the last commit that changed the subdir,
-builders/snapshot.py), UTC, the C.UTF-8 locale, umask 022, PYTHONHASHSEED=0, no package index,
-and HOME / caches / TMPDIR that start empty inside the build directory. Varied per label, so that a build leaking any of it into its
-output is caught by the comparison: the build directory path (chosen by the caller),
-USER / LOGNAME / HOSTNAME, and unrelated noise variables of different lengths.
+builders/snapshot.py), PYTHONHASHSEED=0, no package index, and caches / TMPDIR that start empty
+inside the build directory. What differs between build a and build b (build path, hostname, user
+and uid, umask, TZ, locale, clock, HOME, noise) comes from a plan (builders.variations): build a is
+plan "a", build b plan "b", a bisection trial one variation on "b". `BuildEnv.wrap` makes the
+plan's hostname, umask, uid and clock real around the build command.
 
 The record copies carry no machine paths: the build directory is written `${BUILD_DIR}`
 (and `${WORKROOT}/...` when it lies under the work root) and PATH as `${HOST_PATH}`.
 """
 from __future__ import annotations
 
-import hashlib
 import posixpath
 from dataclasses import dataclass, field
+from typing import Mapping
 
-UMASK = "022"
-LOCALE = "C.UTF-8"
+from builders import variations
+
 DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
 
 
@@ -27,6 +28,8 @@ class BuildEnv:
     src_dir: str
     out_dir: str
     env: dict[str, str]
+    plan: dict[str, str] = field(default_factory=dict)
+    missing: dict[str, str] = field(default_factory=dict)
     record_environment: dict = field(default_factory=dict)
     record_varied: dict = field(default_factory=dict)
 
@@ -36,32 +39,23 @@ class BuildEnv:
         return [self.out_dir, self.env["HOME"], self.env["TMPDIR"], self.env["XDG_CACHE_HOME"],
                 self.env["PIP_CACHE_DIR"]]
 
-
-def varied_values(label: str) -> dict[str, str]:
-    """Identity and noise variables that differ for every label (and are stable per label)."""
-    noise = hashlib.sha256(f"assay-noise-{label}".encode()).hexdigest()
-    width = 8 + int(noise[0], 16) * 3  # different lengths shift any leaked offsets
-    return {
-        "USER": f"assay-builder-{label}",
-        "LOGNAME": f"assay-builder-{label}",
-        "HOSTNAME": f"assay-build-{label}.invalid",
-        "ASSAY_BUILD_LABEL": label,
-        "ASSAY_ENV_NOISE": noise[:width],
-        "COLUMNS": str(80 + int(noise[1:3], 16)),
-    }
+    def wrap(self, argv: list[str]) -> list[str]:
+        """ARGV under this build's hostname, umask, uid and clock."""
+        return variations.wrap(argv, self.plan, self.missing)
 
 
 def hermetic_env(source_date_epoch: int, build_dir: str, label: str, *,
-                 path: str | None = None, workroot: str | None = None) -> BuildEnv:
-    """The full environment for one build (used with replace_env=True) and its record copies."""
+                 path: str | None = None, workroot: str | None = None, plan: Mapping[str, str] | None = None,
+                 missing: Mapping[str, str] | None = None) -> BuildEnv:
+    """The full environment for one build (used with replace_env=True) and its record copies.
+    PLAN defaults to every variation on LABEL's side (label "b": b, any other label: a);
+    MISSING names the variations the host cannot make real (variations.probe)."""
     build_dir = posixpath.normpath(build_dir)
-    home = posixpath.join(build_dir, "home")
+    plan = dict(plan or variations.plan_for("b" if label == "b" else "a"))
+    missing = dict(missing or {})
     cache = posixpath.join(build_dir, "cache")
     fixed = {
         "SOURCE_DATE_EPOCH": str(int(source_date_epoch)),
-        "TZ": "UTC",
-        "LC_ALL": LOCALE,
-        "LANG": LOCALE,
         "PYTHONHASHSEED": "0",
         "PYTHONDONTWRITEBYTECODE": "1",
         "PYTHONNOUSERSITE": "1",
@@ -69,27 +63,22 @@ def hermetic_env(source_date_epoch: int, build_dir: str, label: str, *,
         "PIP_DISABLE_PIP_VERSION_CHECK": "1",
         "PIP_CACHE_DIR": posixpath.join(cache, "pip"),
         "XDG_CACHE_HOME": cache,
-        "HOME": home,
         "TMPDIR": posixpath.join(build_dir, "tmp"),
     }
-    varied = varied_values(label)
+    varied = variations.env_for(plan, build_dir, missing)
     env = {"PATH": path or DEFAULT_PATH, **fixed, **varied}
 
     shown_dir = _show_build_dir(build_dir, workroot)
     redact = {build_dir: "${BUILD_DIR}"}
     record_environment = {
         "variables": {k: _redact(v, redact) for k, v in sorted(fixed.items())} | {"PATH": "${HOST_PATH}"},
-        "umask": UMASK,
     }
-    record_varied = {"build_dir": shown_dir, "variables": dict(sorted(varied.items()))}
+    record_varied = {"build_dir": shown_dir,
+                     "variables": {k: _redact(v, redact) for k, v in sorted(varied.items())},
+                     "variations": variations.record(plan, missing, shown_dir)}
     return BuildEnv(label=label, build_dir=build_dir, src_dir=posixpath.join(build_dir, "src"),
-                    out_dir=posixpath.join(build_dir, "out"), env=env,
+                    out_dir=posixpath.join(build_dir, "out"), env=env, plan=plan, missing=missing,
                     record_environment=record_environment, record_varied=record_varied)
-
-
-def umask_wrap(argv: list[str]) -> list[str]:
-    """ARGV run under umask 022 without a shell parsing any of it."""
-    return ["sh", "-c", f'umask {UMASK}; exec "$@"', "sh", *argv]
 
 
 def _show_build_dir(build_dir: str, workroot: str | None) -> str:

@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from builders.environment import BuildEnv, hermetic_env, umask_wrap
+from builders import variations
+from builders.environment import BuildEnv, hermetic_env
 from builders.errors import ArtifactMismatch, BuilderError, BuildFailed
 from builders.provenance import build_record
 from builders.snapshot import as_ref
@@ -63,8 +64,12 @@ class BuildResult:
 def build(host: Host, candidate: dict, source_dir_local: str | Path, label: str, workdir: str, *,
           python: str | None = None, path: str | None = None, workroot: str | None = None,
           local_dir: str | Path | None = None, timeout: float = BUILD_TIMEOUT_S,
-          progress: Progress | None = None, source_uri: str | None = None) -> BuildResult:
+          progress: Progress | None = None, source_uri: str | None = None,
+          plan: variations.Plan | None = None) -> BuildResult:
     """Build wheel + sdist of the exported source on HOST under WORKDIR (which must not exist).
+
+    PLAN: the side of every variation (builders.variations; default: LABEL's side); the host is
+    probed for what it can vary, and the build receipt records what really varied.
 
     PYTHON is the interpreter on the host (default on a LocalHost: this process's own).
     Artifacts are fetched into LOCAL_DIR (default: WORKDIR/fetched, for a LocalHost).
@@ -84,7 +89,8 @@ def build(host: Host, candidate: dict, source_dir_local: str | Path, label: str,
         raise BuildFailed(label, f"build directory {workdir} already exists; every build "
                                  "starts in a fresh directory")
     benv = hermetic_env(candidate["source_date_epoch"], workdir, label, workroot=workroot,
-                        path=path or (os.environ.get("PATH") if local else None))
+                        path=path or (os.environ.get("PATH") if local else None), plan=plan,
+                        missing=variations.probe(host, python))
     for d in benv.dirs:
         host.mkdir(d)
     source_digest = host.put(source_dir_local, benv.src_dir)
@@ -93,7 +99,7 @@ def build(host: Host, candidate: dict, source_dir_local: str | Path, label: str,
     argv = [python, "-m", "build", "--no-isolation", "--wheel", "--sdist",
             "--outdir", benv.out_dir, benv.src_dir]
     sink = (lambda stream, text: progress(label, stream, text)) if progress else None
-    result = host.run(umask_wrap(argv), env=benv.env, replace_env=True, cwd=benv.build_dir,
+    result = host.run(benv.wrap(argv), env=benv.env, replace_env=True, cwd=benv.build_dir,
                       timeout=timeout, on_output=sink)
     log = result.stdout + result.stderr
     if result.exit_code != 0:
@@ -121,20 +127,29 @@ def build_twice(host_a: Host, host_b: Host, candidate: dict, source_dir: str | P
                 workroot: str, *, local_dir: str | Path | None = None,
                 python_a: str | None = None, python_b: str | None = None,
                 timeout: float = BUILD_TIMEOUT_S, progress: Progress | None = None,
-                source_uri: str | None = None) -> tuple[BuildResult, BuildResult]:
-    """Build a and b one after the other in build directories of different path and depth.
+                source_uri: str | None = None,
+                enabled: tuple[str, ...] = variations.NAMES) -> tuple[BuildResult, BuildResult]:
+    """Build a and b one after the other, b with every ENABLED variation (builders.variations).
 
     WORKROOT is the path used on the hosts; artifacts come back into LOCAL_DIR/{a,b}
     (default WORKROOT/artifacts on this machine). Remote hosts need python_a / python_b.
     """
     fetched = Path(local_dir) if local_dir is not None else Path(workroot) / "artifacts"
-    dirs = {"a": posixpath.join(workroot, "a"),
-            "b": posixpath.join(workroot, "bb", "build-b-longer-path")}
-    a = build(host_a, candidate, source_dir, "a", dirs["a"], python=python_a, workroot=workroot,
-              local_dir=fetched / "a", timeout=timeout, progress=progress, source_uri=source_uri)
-    b = build(host_b, candidate, source_dir, "b", dirs["b"], python=python_b, workroot=workroot,
-              local_dir=fetched / "b", timeout=timeout, progress=progress, source_uri=source_uri)
+    a = build(host_a, candidate, source_dir, "a", build_dir(workroot, "a"), python=python_a, workroot=workroot,
+              local_dir=fetched / "a", timeout=timeout, progress=progress, source_uri=source_uri,
+              plan=variations.plan_for("a"))
+    plan_b = variations.plan_for("b", enabled)
+    dir_b = build_dir(workroot, plan_b["build_path"])
+    if host_b.exists(dir_b):  # build_path not varied: b reuses a's path, a's artifacts are fetched
+        host_b.remove(dir_b)
+    b = build(host_b, candidate, source_dir, "b", dir_b, python=python_b, workroot=workroot,
+              local_dir=fetched / "b", timeout=timeout, progress=progress, source_uri=source_uri, plan=plan_b)
     return a, b
+
+
+def build_dir(workroot: str, side: str) -> str:
+    """The build directory of a side: b's is deeper and longer than a's."""
+    return posixpath.join(workroot, "a") if side == "a" else posixpath.join(workroot, "bb", "build-b-longer-path")
 
 
 def _check_source(candidate: dict, source: Path, label: str) -> None:

@@ -21,6 +21,7 @@ from rich.table import Table  # noqa: E402
 from rich.text import Text  # noqa: E402
 
 from flows.approval import ApprovalNotPossible, ready_manifest_path, send_approval  # noqa: E402
+from builders.errors import BuilderError  # noqa: E402
 from flows.config import ConfigError  # noqa: E402
 from hosts.errors import HostError, InventoryError  # noqa: E402
 from releases import exit_codes  # noqa: E402
@@ -34,7 +35,7 @@ err = Console(stderr=True, soft_wrap=True, markup=False, emoji=False)  # message
 EXIT_CODES: list[tuple[type[BaseException], int]] = [
     (ConfigError, exit_codes.BAD_INPUT), (InventoryError, exit_codes.BAD_INPUT), (RecordError, exit_codes.BAD_INPUT),
     (KeyFileError, exit_codes.BAD_INPUT), (VerificationFailed, exit_codes.FAILED), (HostError, exit_codes.UNAVAILABLE),
-    (StoreError, exit_codes.UNAVAILABLE),
+    (StoreError, exit_codes.UNAVAILABLE), (BuilderError, exit_codes.FAILED),
 ]
 
 
@@ -71,6 +72,7 @@ def _mount() -> None:
     from releases import cli as releases_cli
     from releases.notes.cli import notes
     from releases.review_cli import app as review_app
+    from flows.reproduce_cli import reproduce
 
     app.command("verify", help=releases_cli.verify.__doc__)(releases_cli.verify)
     release_app.command("show", help=releases_cli.show.__doc__)(releases_cli.show)
@@ -80,6 +82,7 @@ def _mount() -> None:
     app.add_typer(review_app, name="review", help="Create and update a candidate's review ledger.")
     app.add_typer(lanes_app, name="lanes", help="Lanes qualified elsewhere: import and check their evidence.")
     app.command("notes", help=notes.__doc__)(notes)
+    app.command("reproduce", help=reproduce.__doc__)(reproduce)
 
 
 @app.command()

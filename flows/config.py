@@ -75,6 +75,11 @@ class Config:
         return self.raw["release"].get("version_label", "commit")
 
     @property
+    def private_markers(self) -> list[str]:
+        """[release].private_markers: strings no public record or artifact member may hold."""
+        return list(self.raw["release"].get("private_markers", []))
+
+    @property
     def source_uri(self) -> str | None:
         """The configured repository URI for the provenance (None: builders.provenance.repository_uri
         asks git for the origin remote)."""

@@ -10,7 +10,7 @@ from prefect import get_run_logger, task
 from prefect.runtime import task_run
 from prefect.artifacts import create_link_artifact, create_markdown_artifact, create_table_artifact
 
-from builders import compare, provenance, recipe, sbom, snapshot
+from builders import compare, provenance, recipe, reproduce, sbom, snapshot, variations
 from builders.incumbent import resolve_incumbent
 from flows import lane_evidence, summaries
 from flows.config import Config, Lane
@@ -42,6 +42,13 @@ def stager(cfg: Config, ws: Workspace) -> ReleaseStager:
 
 def wheel_of(build) -> Path:
     return next(p for p in build.artifacts if p.suffix == ".whl")
+
+
+def private_markers(cfg: Config, ws: Workspace) -> list[str]:
+    """The configured markers, and this run's own build and state paths: a shipped file or a public
+    record that holds one leaked where it was built."""
+    paths = {ws.build_root(cfg.build_hosts), str(cfg.state_dir.resolve()), str(cfg.source.resolve())}
+    return cfg.private_markers + sorted(p for p in paths if p.count("/") >= 2)
 
 
 def _artifact_key(name: str) -> str:
@@ -81,13 +88,24 @@ def build_twice(cfg: Config, ws: Workspace, candidate: dict, stage: bool = True)
 
 @task(name="compare builds")
 def compare_builds(cfg: Config, ws: Workspace, candidate: dict, builds, waivers: list[dict]) -> dict:
-    """Compare build a with build b member by member; stage the reproducibility receipt."""
+    """Compare build a with build b member by member, bisect each difference to the variation that
+    causes it and keep diffoscope's reports as evidence; stage the reproducibility receipt."""
+    log = get_run_logger()
     a, b = builds
     record = compare.compare(a.artifacts[0].parent, b.artifacts[0].parent, candidate, waivers=waivers)
+    host_a, host_b = (host_for(cfg, name) for name in cfg.build_hosts)
+    rebuild = reproduce.Rebuild(host_a, host_b, candidate, ws.source, ws.build_root(cfg.build_hosts),
+                                ws.root / "bisection", cfg.build_pythons[0], cfg.build_pythons[1], cfg.build_timeout_s)
+    evidence = ws.root / "evidence" / "reproducibility"
+    record = reproduce.explain(record, builds, rebuild, variations.NAMES, evidence, say=log.info)
     subjects = [subject(f["name"], f["a_sha256"]) for f in record["files"] if f["a_sha256"]]
     stager(cfg, ws).add_receipt("reproducibility", subjects, record)
     create_markdown_artifact(key="reproducibility", markdown=summaries.reproducibility_md(record),
                              description="Build a vs build b")
+    for e in record.get("evidence", []):
+        create_link_artifact(key=f"diffoscope-{_artifact_key(e['artifact'])}"[:60],
+                             link=(evidence / e["html"]["name"]).as_uri(),
+                             description=f"diffoscope report of {e['artifact']} (sha256 {e['html']['sha256']})")
     if record["verdict"] == "not_reproducible":
         raise NotReproducible(f"the two builds differ in {record['difference_count']} place(s) and no waiver "
                               "names them; see the reproducibility artifact")
@@ -204,7 +222,7 @@ def compose_release(cfg: Config, ws: Workspace, waivers: list[dict]) -> dict:
 @task(name="verify release directory")
 def verify_staged(cfg: Config, ws: Workspace) -> None:
     """`assay verify --require-ready` on the staged directory, against the release key."""
-    report = stager(cfg, ws).verify(require_ready=True)
+    report = stager(cfg, ws).verify(require_ready=True, private_markers=private_markers(cfg, ws))
     create_markdown_artifact(key="verify", markdown=summaries.verify_md(report),
                              description="assay verify --require-ready on the staged release")
     if not report.ok:
@@ -236,7 +254,8 @@ def publish_release(cfg: Config, ws: Workspace) -> dict:
     log = get_run_logger()
     store = open_store(cfg)
     result = stager(cfg, ws).publish(store, progress=lambda key, done, total: log.info("uploaded %d/%d: %s",
-                                                                                        done, total, key))
+                                                                                        done, total, key),
+                                     private_markers=private_markers(cfg, ws))
     location = store_location(store, result.version)
     ws.write_summary(result.version, location)
     create_link_artifact(key="published", link=location if location.startswith("s3://") else Path(location).as_uri(),

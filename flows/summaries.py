@@ -27,6 +27,15 @@ def reproducibility_md(record: dict) -> str:
     for f in record["files"]:
         diffs = "; ".join(f"{d['member'] or '(file)'}: {d['kind']} ({d['detail']})" for d in f["differences"][:20])
         lines.append(f"| {cell(f['name'])} | {f['identical']} | {cell(diffs) or '-'} |")
+    lines += ["", "| variation | build a | build b | varied |", "|---|---|---|---|"]
+    for name, v in record.get("variations", {}).items():
+        varied = "yes" if v["varied"] else f"no: {v.get('not_varied', '')}"
+        lines.append(f"| {name} | {cell(v['a'])} | {cell(v['b'])} | {cell(varied)} |")
+    causes = record.get("bisection", {}).get("differences", [])
+    if causes:
+        lines += ["", "| artifact | member | kind | cause |", "|---|---|---|---|"]
+        lines += [f"| {cell(d['artifact'])} | {cell(d['member'] or '(file)')} | {d['kind']} | {cell(d['cause'])} |"
+                  for d in causes]
     return "\n".join(lines)
 
 

@@ -263,9 +263,10 @@ class ReleaseStager:
         self.dir.write_manifest(published, self._key)
         return Approval(record, envelope, published)
 
-    def publish(self, store, progress: Callable[[str, int, int], None] | None = None) -> PublishResult:
+    def publish(self, store, progress: Callable[[str, int, int], None] | None = None,
+                private_markers: Iterable[str] = ()) -> PublishResult:
         """Upload the published directory write-once: assets first, manifest last, verified after."""
         published = self.manifest()
         return publish_release(self.root, store, published["version"], progress=progress,
-                               public_key=self.public_key)
+                               public_key=self.public_key, private_markers=private_markers)
 

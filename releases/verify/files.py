@@ -1,5 +1,5 @@
 """File-level checks of verify_release: what the manifest names, the signature over it, closure,
-SHA256SUMS, SBOM markers and private markers."""
+SHA256SUMS, SBOM markers and private markers (in records, and in artifacts member by member)."""
 from __future__ import annotations
 
 import os
@@ -12,6 +12,7 @@ from releases.canonical import load_json_bytes
 from releases.errors import RecordError
 from releases.release_dir import MANIFEST, MANIFEST_SIG
 from releases.sums import files_to_sum, parse_sums
+from releases.verify import artifact_scan
 from releases.verify.checker import Checker
 
 # Manifest fields that each bind one file (the rest are lists of entries).
@@ -104,8 +105,12 @@ def check_sboms(check: Checker, manifest: dict) -> None:
 
 
 def scan_markers(check: Checker, named: dict[str, tuple[str, str]]) -> None:
+    """Private markers in every record and in every artifact's members (releases.verify.artifact_scan)."""
     for rel in sorted(set(named) | {MANIFEST, MANIFEST_SIG}):
         if rel.startswith("artifacts/"):
+            if check.sha256(rel) is not None:  # a plain, readable file (its digest check reported any other)
+                for where, what in artifact_scan.scan_artifact(check.root / rel, check.extra):
+                    check.fail(rel, where, what)
             continue
         data = check.read(rel)
         if data is None:

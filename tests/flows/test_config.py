@@ -40,6 +40,8 @@ host = "local"
     (("hosts = [\"local\", \"local\"]", "hosts = [\"local\"]"), "/build/hosts", "too short"),
     (("approvers = [\"a\"]", "approvers = [\"a\"]\ncolour = \"red\""), "/release", "colour"),
     (("kind = \"cpu-smoke\"\nhost", "kind = \"gpu-magic\"\nhost"), "/lanes/0/kind", "gpu-magic"),
+    (("approvers = [\"a\"]", "approvers = [\"a\"]\nprivate_markers = \"/srv\""), "/release/private_markers",
+     "not of type 'array'"),
 ])
 def test_schema_errors_name_file_key_path_and_expectation(tmp_path, change, pointer, words):
     path = tmp_path / "assay.toml"
@@ -58,3 +60,10 @@ def test_broken_toml_and_missing_file_are_named(tmp_path):
         load_config(bad)
     with pytest.raises(ConfigError, match="file not found"):
         load_config(tmp_path / "absent.toml")
+
+
+def test_private_markers_are_configurable(tmp_path):
+    path = tmp_path / "assay.toml"
+    path.write_text(BASE.replace('approvers = ["a"]', 'approvers = ["a"]\nprivate_markers = ["/srv/ci/", "corp.internal"]'))
+    assert load_config(path).private_markers == ["/srv/ci/", "corp.internal"]
+    assert load_config().private_markers == []

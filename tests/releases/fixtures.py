@@ -58,9 +58,10 @@ def candidate_record(version: str = "1.2.3", commit: str = COMMIT, tree: str = T
             "package": {"name": "assay-engine", "version": version}, "release_version": version}
 
 
-def make_wheel(path: Path, version: str) -> Path:
+def make_wheel(path: Path, version: str, extra_members: dict[str, str | bytes] | None = None) -> Path:
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
         for name, body in [("engine/__init__.py", "VERSION = %r\n" % version),
+                           *(extra_members or {}).items(),
                            (f"assay_engine-{version}.dist-info/METADATA", f"Name: assay-engine\nVersion: {version}\n"),
                            (f"assay_engine-{version}.dist-info/RECORD", "")]:
             zf.writestr(zipfile.ZipInfo(name, date_time=(2026, 1, 1, 0, 0, 0)), body)
@@ -99,7 +100,8 @@ def _subjects(entries: list[dict]) -> list[dict]:
 
 
 def build_release(root: str | Path, *, version: str = "1.2.3", state: str = "published",
-                  key_dir: str | Path | None = None, candidate: dict | None = None) -> SyntheticRelease:
+                  key_dir: str | Path | None = None, candidate: dict | None = None,
+                  wheel_members: dict[str, str | bytes] | None = None) -> SyntheticRelease:
     """Write a complete release directory at `root` in `state` ("ready" or "published")."""
     root = Path(root)
     key_dir = Path(key_dir) if key_dir else root.parent / f".{root.name}-signing-key"
@@ -109,7 +111,7 @@ def build_release(root: str | Path, *, version: str = "1.2.3", state: str = "pub
     ref = candidate_ref(cand)
     stage = root.parent / f".{root.name}-stage"
     stage.mkdir(parents=True, exist_ok=True)
-    wheel = make_wheel(stage / f"assay_engine-{version}-py3-none-any.whl", version)
+    wheel = make_wheel(stage / f"assay_engine-{version}-py3-none-any.whl", version, wheel_members)
     sdist = make_sdist(stage / f"assay_engine-{version}.tar.gz", version)
     spdx, cdx = make_sboms(stage, version, {"wheel": wheel, "sdist": sdist})
 
