@@ -1,5 +1,12 @@
-"""The human approval gate: a typed Prefect RunInput, the pause that waits for it, and the resume
-that `assay approve` sends."""
+"""The human approval gate: a typed Prefect RunInput, the suspend that waits for it, and the resume
+that `assay approve` sends.
+
+A run from a deployment SUSPENDS (Prefect's suspend_flow_run): its process exits and no worker is
+held while a person decides; the resume schedules the run again, a worker runs its flow body from
+the top, every step before the gate is a cached result (flows/results.py), and suspend_flow_run
+with the same key returns the input that was sent. A run without a deployment (a flow called in
+a process, as the tests and scripts do) has nothing to reschedule it: it pauses, and waits in
+its process."""
 
 from __future__ import annotations
 
@@ -8,10 +15,12 @@ from pathlib import Path
 from typing import Any, Callable, Literal
 from uuid import UUID
 
-from prefect import get_run_logger
+from prefect import get_run_logger, task
+from prefect.cache_policies import INPUTS
 from prefect.exceptions import FlowPauseTimeout
-from prefect.flow_runs import pause_flow_run, resume_flow_run
+from prefect.flow_runs import pause_flow_run, resume_flow_run, suspend_flow_run
 from prefect.input import RunInput
+from prefect.runtime import flow_run
 from pydantic import Field
 
 
@@ -34,25 +43,41 @@ class ApprovalNotPossible(Exception):
     """The run cannot take an approval now (not paused, unknown id)."""
 
 
+@task(name="approval deadline", persist_result=True, cache_policy=INPUTS)
+def approval_deadline(run_id: str, timeout_s: int) -> float:
+    """When the gate stops waiting (epoch seconds), fixed the first time the run reaches the gate:
+    a resumed or retried run keeps the deadline it had."""
+    return time.time() + timeout_s
+
+
+def _await_input(form, remaining: int, poll_s: int, key: str) -> Approval:
+    """Suspend a run that a worker can pick up again; pause one that only its own process can resume."""
+    if flow_run.get_deployment_id():
+        return suspend_flow_run(wait_for_input=form, timeout=remaining, key=key)
+    return pause_flow_run(wait_for_input=form, timeout=remaining, poll_interval=min(poll_s, remaining), key=key)
+
+
 def wait_for_approval(summary_markdown: str, timeout_s: int, poll_s: int, approvers: list[str],
                       on_refused=None, check: Callable[[Approval], None] | None = None) -> Approval:
-    """Pause the current flow run until an Approval from a listed approver arrives.
+    """Suspend (or pause, see above) the current flow run until an Approval from a listed approver arrives.
 
     An approval from anyone else, or one that `check` refuses (raising releases.errors.ApprovalRefused:
-    a bad or missing signature), is refused and the run pauses again for the time that is left, so that
-    nobody off the list can end a release either way. FlowPauseTimeout when time runs out."""
+    a bad or missing signature), is refused and the run waits again for the time that is left, so that
+    nobody off the list can end a release either way. Each wait has its own key (approval-1, -2, ...):
+    a resumed run replays the decisions already sent, in order, and waits at the first unanswered
+    one. FlowPauseTimeout when time runs out; a suspended run that nobody resumes in time stays
+    suspended, and the server fails it when a late resume comes (`assay approve` says it timed out)."""
     from releases.errors import ApprovalRefused
 
-    deadline = time.monotonic() + timeout_s
+    deadline = approval_deadline(str(flow_run.get_id() or "local"), timeout_s)
     attempt = 0
     while True:
         attempt += 1
-        remaining = int(deadline - time.monotonic())
+        remaining = int(deadline - time.time())
         if remaining <= 0:
             raise FlowPauseTimeout("the approval gate timed out")
         form = Approval.with_initial_data(description=summary_markdown)
-        decision = pause_flow_run(wait_for_input=form, timeout=remaining, poll_interval=min(poll_s, remaining),
-                                  key=f"approval-{attempt}")
+        decision = _await_input(form, remaining, poll_s, key=f"approval-{attempt}")
         if decision.approver in approvers:
             try:
                 if check is not None:
@@ -108,6 +133,15 @@ def send_approval(flow_run_id: str, approval: dict) -> None:
     state = run.state.type.value if run.state else "UNKNOWN"
     if state != "PAUSED":
         raise ApprovalNotPossible(f"flow run {flow_run_id} is {state}, not PAUSED: nothing awaits an approval")
+    expires = run.state.state_details.pause_timeout
+    if expires is not None and expires.timestamp() < time.time():
+        # A suspended run has no process to notice its timeout: the server fails it on this resume.
+        try:
+            resume_flow_run(run_id, run_input=approval)
+        except Exception:  # the server refuses the late resume either way; the run's state says the rest
+            pass
+        raise ApprovalNotPossible(f"flow run {flow_run_id} waited for approval until {expires.isoformat()} and timed "
+                                  "out: it is failed now and nothing was published (start a new run)")
     _check_listed(run.parameters or {}, approval["approver"])
     resume_flow_run(run_id, run_input=approval)
 

@@ -26,6 +26,7 @@ from prefect.states import Cancelled, Cancelling, Crashed
 from flows import summaries
 from flows.config import Config, Lane
 from flows.errors import LaneDispatchFailed, LaneDispatchTimedOut, LaneFailed, LaneReceiptsRefused, LaneWorkerLost
+from flows.results import PERSISTED
 from flows.lane_staging import check_returned, read_returned, receipts_prefix, wheel_key
 from flows.steps import stager
 from flows.stores import open_store
@@ -67,7 +68,7 @@ def expected_key(cfg: Config, lane: Lane | None = None):
     return keys.load_private_key(keys.ensure_local_key(cfg.keys_dir)[0]).public_key()
 
 
-@task(name="dispatch lane")
+@task(name="dispatch lane", **PERSISTED)
 def dispatch_lane(cfg: Config, ws: Workspace, candidate: dict, lane: Lane, wheel: Path) -> dict:
     """Run the lane on a worker of its work pool; verify and stage the receipts it sends back."""
     log = get_run_logger()

@@ -14,7 +14,8 @@ from rich.console import Console
 from rich.text import Text
 
 from flows.config import load_config, project_root
-from flows.services import free_port, port_is_free, prefect_env, running, start_server, start_worker, stop_all
+from flows.services import (free_port, port_is_free, prefect_env, read_pidfile, running, start_server, start_worker,
+                            stop_all)
 
 POOL = "assay-local"
 DEPLOYMENT = "release-candidate/local"
@@ -32,7 +33,9 @@ def _prefect(args: list[str], env: dict[str, str], cwd: Path, timeout: float = 3
     return proc.stdout
 
 
-def _ensure_services(state: Path, root: Path) -> tuple[str, dict[str, str]]:
+def _ensure_services(state: Path, root: Path) -> tuple[str, dict[str, str], list[str]]:
+    """Server, pool, deployments and worker, each started unless running. When the last worker
+    died, the runs it left are retried on the new one (flows/recovery.py); their ids are returned."""
     run_dir, home, logs = state / "run", state / "prefect", state / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     stale = lambda why: console.print(Text(why))  # noqa: E731
@@ -55,10 +58,18 @@ def _ensure_services(state: Path, root: Path) -> tuple[str, dict[str, str]]:
         _prefect(["work-pool", "create", POOL, "--type", "process"], env, root)
     console.print("Registering the deployments of prefect.yaml ...")
     _prefect(["--no-prompt", "deploy", "--all"], env, root)
+    previous, retried = read_pidfile(run_dir, "prefect-worker"), []
     if not running(run_dir, "prefect-worker", on_stale=stale):
-        start_worker(home, run_dir, api_url, POOL, root, logs / "prefect-worker.log")
+        start_worker(home, run_dir, api_url, POOL, root, logs / "prefect-worker.log", results=state / "results")
         console.print(f"Started a process worker on pool {POOL}")
-    return api_url, env
+        if previous is not None and previous.worker:
+            from prefect.settings import PREFECT_API_URL, temporary_settings
+
+            from flows.recovery import retry_orphaned
+
+            with temporary_settings(updates={PREFECT_API_URL: api_url}):
+                retried = retry_orphaned(POOL, previous.worker, say=lambda line: console.print(Text(line)))
+    return api_url, env, retried
 
 
 def _head_version(cfg) -> str | None:
@@ -127,22 +138,42 @@ def start() -> int:
     done = _already_published(cfg)
     if done is not None:
         return done
-    api_url, env = _ensure_services(cfg.state_dir, root)
+    api_url, env, retried = _ensure_services(cfg.state_dir, root)
     from prefect.settings import PREFECT_API_URL, PREFECT_HOME, temporary_settings
 
     # This process speaks to the server it started, never to an in-process ephemeral one.
     with temporary_settings(updates={PREFECT_API_URL: api_url, PREFECT_HOME: env["PREFECT_HOME"]}):
-        return _trigger_and_approve(cfg, api_url, env, root)
+        release_runs = [r for r in retried if _is_release_run(r)]
+        if release_runs:  # the run a dead worker left goes on; a second run would build it all again
+            run_id = release_runs[0]
+            console.print(f"Following the retried run {run_id} instead of starting another")
+            return _follow_and_approve(cfg, api_url, env, run_id)
+        return _follow_and_approve(cfg, api_url, env, _trigger(env, root))
 
 
-def _trigger_and_approve(cfg, api_url: str, env: dict[str, str], root: Path) -> int:
+def _is_release_run(run_id: str) -> bool:
+    from uuid import UUID
+
+    from prefect.client.orchestration import get_client
+
+    with get_client(sync_client=True) as client:
+        run = client.read_flow_run(UUID(run_id))
+        return client.read_flow(run.flow_id).name == DEPLOYMENT.split("/")[0]
+
+
+def _trigger(env: dict[str, str], root: Path) -> str:
     out = _prefect(["deployment", "run", DEPLOYMENT], env, root)
     match = re.search(r"UUID:\s*([0-9a-f-]{36})", out)
     if not match:
         raise SystemExit(f"could not read the flow run id from `prefect deployment run`:\n{out}")
     run_id = match.group(1)
+    console.print(f"Triggered {DEPLOYMENT}: flow run {run_id}")
+    return run_id
+
+
+def _follow_and_approve(cfg, api_url: str, env: dict[str, str], run_id: str) -> int:
     ui = api_url.removesuffix("/api") + f"/runs/flow-run/{run_id}"
-    console.print(f"Triggered {DEPLOYMENT}: flow run {run_id}\n  UI: {ui}")
+    console.print(f"  UI: {ui}")
     from flows.runs import LogFollower, wait_for_state
 
     show = lambda state, message: console.print(f"  state: {state}" + (f" ({message})" if message else ""))

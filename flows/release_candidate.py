@@ -2,7 +2,11 @@
 
 freeze -> build twice -> compare -> package -> qualify each lane (or bind its evidence) -> compose
 (ready) -> verify
--> approval gate (pause for a typed Approval) -> record the decision -> publish write-once."""
+-> approval gate (suspend for a typed Approval) -> record the decision -> publish write-once.
+
+Every step's result persists and is cached by its inputs (flows/results.py): a run resumed after
+the approval gate, or retried after its worker died, runs this body again from the top and only
+the unfinished step does work."""
 
 from __future__ import annotations
 
@@ -22,7 +26,7 @@ from releases.canonical import load_json_bytes
 from releases.errors import PublishRefused
 
 
-@flow(name="release-candidate", log_prints=True)
+@flow(name="release-candidate", log_prints=True, persist_result=True)
 def release_candidate(config: str | None = None, ref: str = "HEAD", allow_dirty: bool = False,
                       waivers: list[str] | None = None, approval_timeout_s: int | None = None) -> dict:
     """Build, reproduce, qualify and (once approved) publish the engine at `ref`.
@@ -37,7 +41,7 @@ def release_candidate(config: str | None = None, ref: str = "HEAD", allow_dirty:
 
     candidate = steps.freeze_candidate(cfg, ws, ref, allow_dirty)
     version = candidate["release_version"]
-    if open_store(cfg).exists(f"{version}/manifest.json"):
+    if _published_elsewhere(cfg, ws, version):
         raise PublishRefused(f"release {version} is already published; a published release is never replaced",
                              key=f"{version}/manifest.json")
     builds = steps.build_twice(cfg, ws, candidate)
@@ -69,3 +73,14 @@ def release_candidate(config: str | None = None, ref: str = "HEAD", allow_dirty:
     if approval["decision"] != "approve":
         raise ReleaseRejected(f"{approval['approver']} rejected {version}: {approval['reason']}")
     return steps.publish_release(cfg, ws)
+
+
+def _published_elsewhere(cfg, ws: Workspace, version: str) -> bool:
+    """The store holds `version` already, and not as this very run published it (a run whose worker
+    died after its publish, retried, finds its own manifest there and goes on to its cached result)."""
+    store = open_store(cfg)
+    key = f"{version}/manifest.json"
+    if not store.exists(key):
+        return False
+    mine = ws.release / "manifest.json"
+    return not (mine.is_file() and mine.read_bytes() == store.read_bytes(key))

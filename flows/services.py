@@ -16,6 +16,7 @@ import socket
 import subprocess
 import sys
 import time
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -64,20 +65,22 @@ class Service:
     url: str | None = None
     cmdline: list[str] | None = None  # as started; None in a pid file of the older "<pid> <url>" form
     create_time: float | None = None  # the process's start time (psutil), which a reused pid does not share
+    worker: str | None = None  # a worker's name on its pool: the label of the runs it took (flows/recovery.py)
 
 
 def _pidfile(run_dir: Path, name: str) -> Path:
     return run_dir / f"{name}.pid"
 
 
-def write_pidfile(run_dir: Path, name: str, pid: int, cmdline: list[str], url: str | None = None) -> Service:
+def write_pidfile(run_dir: Path, name: str, pid: int, cmdline: list[str], url: str | None = None,
+                  worker: str | None = None) -> Service:
     """Record what was started: its pid, its command line and its start time."""
     try:
-        service = Service(name, pid, url, list(cmdline), psutil.Process(pid).create_time())
+        service = Service(name, pid, url, list(cmdline), psutil.Process(pid).create_time(), worker)
     except psutil.NoSuchProcess:
         raise ServiceFailed(f"{name} (pid {pid}) exited as soon as it started; see its log under {run_dir.parent}/logs") from None
     _pidfile(run_dir, name).write_text(json.dumps({"pid": pid, "url": url, "cmdline": service.cmdline,
-                                                   "create_time": service.create_time}))
+                                                   "create_time": service.create_time, "worker": worker}))
     return service
 
 
@@ -89,8 +92,9 @@ def read_pidfile(run_dir: Path, name: str) -> Service | None:
         return None
     try:
         data = json.loads(text)
+        worker = data.get("worker")
         return Service(name, int(data["pid"]), data.get("url"), [str(a) for a in data["cmdline"]],
-                       float(data["create_time"]))
+                       float(data["create_time"]), str(worker) if worker is not None else None)
     except (ValueError, TypeError, KeyError):
         pid, _, url = text.partition(" ")  # the older form: "<pid> <url>"
         return Service(name, int(pid), url.strip() or None) if pid.strip().isdigit() else None
@@ -171,14 +175,22 @@ def start_server(home: Path, run_dir: Path, port: int, log: Path, detached: bool
     return write_pidfile(run_dir, "prefect-server", proc.pid, argv, api_url), proc
 
 
-def start_worker(home: Path, run_dir: Path, api_url: str, pool: str, cwd: Path, log: Path) -> Service:
-    env = prefect_env(home, api_url)
-    argv = PREFECT + ["worker", "start", "--pool", pool, "--type", "process"]
+def start_worker(home: Path, run_dir: Path, api_url: str, pool: str, cwd: Path, log: Path,
+                 results: Path | None = None, env: dict[str, str] | None = None) -> Service:
+    """Start a process worker on `pool` under a name of its own (the label of every run it takes,
+    which tells flows/recovery.py whose runs a dead worker left). `results`: where the flow runs
+    it starts persist their task results (PREFECT_LOCAL_STORAGE_PATH; default under PREFECT_HOME)."""
+    env = {**prefect_env(home, api_url), **(env or {})}
+    if results is not None:
+        results.mkdir(parents=True, exist_ok=True)
+        env["PREFECT_LOCAL_STORAGE_PATH"] = str(results)
+    name = f"assay-{pool}-{uuid.uuid4().hex[:8]}"
+    argv = PREFECT + ["worker", "start", "--pool", pool, "--type", "process", "--name", name]
     run_dir.mkdir(parents=True, exist_ok=True)
     with open(log, "ab") as out:
         proc = subprocess.Popen(argv, env=env, cwd=cwd, stdout=out, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL, start_new_session=True)
-    return write_pidfile(run_dir, "prefect-worker", proc.pid, argv)
+    return write_pidfile(run_dir, "prefect-worker", proc.pid, argv, worker=name)
 
 
 def stop_pid(pid: int, grace_s: float = 15) -> bool:

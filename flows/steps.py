@@ -14,6 +14,7 @@ from builders import compare, provenance, recipe, reproduce, sbom, snapshot, var
 from builders.incumbent import resolve_incumbent
 from flows import lane_evidence, summaries
 from flows.config import Config, Lane
+from flows.results import PERSISTED
 from flows.errors import GateFailed, LaneFailed, LaneHardwarePending, NotReproducible, StagedReleaseInvalid
 from flows.gpu_slot import gpu_slot
 from flows.hostmap import host_for
@@ -56,7 +57,7 @@ def _artifact_key(name: str) -> str:
     return "".join(c if c.isalnum() else "-" for c in name.lower())[:60]
 
 
-@task(name="freeze candidate")
+@task(name="freeze candidate", **PERSISTED)
 def freeze_candidate(cfg: Config, ws: Workspace, ref: str, allow_dirty: bool) -> dict:
     """Freeze REF's engine subdirectory into the candidate record and stage it."""
     record = snapshot.freeze(cfg.source, ref=ref, subdir=cfg.subdir, allow_dirty=allow_dirty,
@@ -67,10 +68,11 @@ def freeze_candidate(cfg: Config, ws: Workspace, ref: str, allow_dirty: bool) ->
     return record
 
 
-@task(name="build twice")
+@task(name="build twice", **PERSISTED)
 def build_twice(cfg: Config, ws: Workspace, candidate: dict, stage: bool = True):
     """Export the candidate's source and build it on both build hosts; stage the build receipts."""
     log = get_run_logger()
+    ws.clear_build()  # what a build killed part-way left (a finished build is a cached result: never here)
     snapshot.export_source(cfg.source, candidate, ws.source)
     host_a, host_b = (host_for(cfg, name) for name in cfg.build_hosts)
     builds = recipe.build_twice(host_a, host_b, candidate, ws.source, ws.build_root(cfg.build_hosts),
@@ -86,7 +88,7 @@ def build_twice(cfg: Config, ws: Workspace, candidate: dict, stage: bool = True)
     return builds
 
 
-@task(name="compare builds")
+@task(name="compare builds", **PERSISTED)
 def compare_builds(cfg: Config, ws: Workspace, candidate: dict, builds, waivers: list[dict]) -> dict:
     """Compare build a with build b member by member, bisect each difference to the variation that
     causes it and keep diffoscope's reports as evidence; stage the reproducibility receipt."""
@@ -112,7 +114,7 @@ def compare_builds(cfg: Config, ws: Workspace, candidate: dict, builds, waivers:
     return record
 
 
-@task(name="package artifacts, SBOMs and sums")
+@task(name="package artifacts, SBOMs and sums", **PERSISTED)
 def package_release(cfg: Config, ws: Workspace, candidate: dict, builds) -> None:
     """Stage build a's artifacts, both SBOMs of the wheel and SHA256SUMS."""
     staged = stager(cfg, ws)
@@ -129,7 +131,7 @@ def _lost_host(task, task_run, state) -> bool:
     return isinstance(state.result(raise_on_failure=False), HostLost)
 
 
-@task(name="qualify lane", retries=1, retry_condition_fn=_lost_host)
+@task(name="qualify lane", **PERSISTED, retries=1, retry_condition_fn=_lost_host)
 def qualify_lane(cfg: Config, ws: Workspace, candidate: dict, lane: Lane, wheel: Path, stage: bool = True) -> dict:
     """Run the lane's phase chain in one window on its host (its GPU slot held); stage every phase
     receipt and the lane receipt that binds them."""
@@ -151,7 +153,7 @@ def qualify_lane(cfg: Config, ws: Workspace, candidate: dict, lane: Lane, wheel:
     return result.record
 
 
-@task(name="bind lane evidence")
+@task(name="bind lane evidence", **PERSISTED)
 def bind_lane_evidence(cfg: Config, ws: Workspace, lane: Lane, wheel: Path) -> dict:
     """A lane qualified elsewhere: bind its evidence when it qualifies these wheel bytes (every
     signature under the lane's pinned key, its chain complete and passed), else record the lane
@@ -172,7 +174,7 @@ def bind_lane_evidence(cfg: Config, ws: Workspace, lane: Lane, wheel: Path) -> d
     return entry
 
 
-@task(name="judged gates")
+@task(name="judged gates", **PERSISTED)
 def judge_lane(cfg: Config, ws: Workspace, candidate: dict, lane: Lane, wheel: Path, waivers: list[dict],
                stage: bool = True) -> dict:
     """Serve the candidate and the incumbent side by side in one window of the lane's host and
@@ -202,7 +204,7 @@ def judge_lane(cfg: Config, ws: Workspace, candidate: dict, lane: Lane, wheel: P
     return {kind: v["verdict"] for kind, v in result.verdicts.items()}
 
 
-@task(name="compose manifest")
+@task(name="compose manifest", **PERSISTED)
 def compose_release(cfg: Config, ws: Workspace, waivers: list[dict]) -> dict:
     """draft -> candidate -> ready over everything staged, binding the reviewers' ledger (closed)
     and the waivers; returns the approval summary."""
@@ -219,7 +221,7 @@ def compose_release(cfg: Config, ws: Workspace, waivers: list[dict]) -> dict:
     return {"manifest": manifest, "summary": summary}
 
 
-@task(name="verify release directory")
+@task(name="verify release directory", **PERSISTED)
 def verify_staged(cfg: Config, ws: Workspace) -> None:
     """`assay verify --require-ready` on the staged directory, against the release key."""
     report = stager(cfg, ws).verify(require_ready=True, private_markers=private_markers(cfg, ws))
@@ -236,7 +238,7 @@ def check_decision(cfg: Config, ws: Workspace, decision: dict, run_id: str) -> d
                                           approver_keys=cfg.approver_keys, allow_unsigned=cfg.allow_unsigned_approval)
 
 
-@task(name="record approval")
+@task(name="record approval", **PERSISTED)
 def record_approval(cfg: Config, ws: Workspace, decision: dict, run_id: str) -> dict:
     """Check the approver, the acknowledged waivers and the approver's signature (where the config
     asks for one), and sign the decision (approve or reject) into the release."""
@@ -248,7 +250,7 @@ def record_approval(cfg: Config, ws: Workspace, decision: dict, run_id: str) -> 
     return approval.record
 
 
-@task(name="publish release")
+@task(name="publish release", **PERSISTED)
 def publish_release(cfg: Config, ws: Workspace) -> dict:
     """Upload the approved release write-once: assets first, manifest last, verified after."""
     log = get_run_logger()

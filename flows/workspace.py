@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,6 +38,17 @@ class Workspace:
         if all(h == "local" for h in hosts):
             return str(self.builds)
         return f"/tmp/assay-builds/{self.root.name}"
+
+    @property
+    def artifacts(self) -> Path:
+        return self.root / "artifacts"
+
+    def clear_build(self) -> None:
+        """Remove what a build that stopped part-way left here (its worker died): the exported
+        source, the build directories and the fetched artifacts, so that the retried build starts
+        fresh, as every build must. Remote build hosts keep their per-run folder in /tmp."""
+        for path in (self.source, self.builds, self.artifacts):
+            shutil.rmtree(path, ignore_errors=True)
 
     def lane(self, name: str) -> Path:
         return self.root / "lanes" / name
