@@ -20,7 +20,7 @@ from prefect.cache_policies import INPUTS
 from prefect.exceptions import FlowPauseTimeout
 from prefect.flow_runs import pause_flow_run, resume_flow_run, suspend_flow_run
 from prefect.input import RunInput
-from prefect.runtime import flow_run
+from prefect.runtime import deployment, flow_run
 from pydantic import Field
 
 
@@ -52,7 +52,7 @@ def approval_deadline(run_id: str, timeout_s: int) -> float:
 
 def _await_input(form, remaining: int, poll_s: int, key: str) -> Approval:
     """Suspend a run that a worker can pick up again; pause one that only its own process can resume."""
-    if flow_run.get_deployment_id():
+    if deployment.id:
         return suspend_flow_run(wait_for_input=form, timeout=remaining, key=key)
     return pause_flow_run(wait_for_input=form, timeout=remaining, poll_interval=min(poll_s, remaining), key=key)
 

@@ -25,7 +25,7 @@ from builders.errors import BuilderError  # noqa: E402
 from flows.config import ConfigError  # noqa: E402
 from hosts.errors import HostError, InventoryError  # noqa: E402
 from releases import exit_codes  # noqa: E402
-from releases.errors import KeyFileError, RecordError, StoreError, VerificationFailed  # noqa: E402
+from releases.errors import KeyFileError, PublishRefused, RecordError, StoreError, VerificationFailed  # noqa: E402
 
 # Nothing printed here is markup: a value that came from input must print as written.
 console = Console(markup=False, emoji=False)
@@ -34,8 +34,8 @@ err = Console(stderr=True, soft_wrap=True, markup=False, emoji=False)  # message
 # First match wins: InventoryError is a HostError, and bad input, not an unreachable host.
 EXIT_CODES: list[tuple[type[BaseException], int]] = [
     (ConfigError, exit_codes.BAD_INPUT), (InventoryError, exit_codes.BAD_INPUT), (RecordError, exit_codes.BAD_INPUT),
-    (KeyFileError, exit_codes.BAD_INPUT), (VerificationFailed, exit_codes.FAILED), (HostError, exit_codes.UNAVAILABLE),
-    (StoreError, exit_codes.UNAVAILABLE), (BuilderError, exit_codes.FAILED),
+    (KeyFileError, exit_codes.BAD_INPUT), (VerificationFailed, exit_codes.FAILED), (PublishRefused, exit_codes.FAILED),
+    (HostError, exit_codes.UNAVAILABLE), (StoreError, exit_codes.UNAVAILABLE), (BuilderError, exit_codes.FAILED),
 ]
 
 
@@ -124,6 +124,50 @@ def approve(
         err.print(Text(f"approve: {exc}", style="red"), soft_wrap=True)
         raise typer.Exit(exit_codes.USAGE)
     console.print(Text(f"{decision} sent for flow run {flow_run_id} as {as_}"), soft_wrap=True)
+
+
+@app.command()
+def publish(
+    release: Optional[Path] = typer.Argument(None, help="an approved release directory (state published), as a run "
+                                                        "staged it: <state>/work/run-<id>/release"),
+    resume: bool = typer.Option(False, "--resume", help="complete a publish that stopped part-way (assets in the "
+                                                        "store, no manifest); without RELEASE: every such one"),
+    config: Optional[Path] = typer.Option(None, "--config", help="assay.toml naming the store (default: the "
+                                                                 "embedded defaults)"),
+) -> None:
+    """Publish an approved release to the store write-once; --resume completes an unfinished publish."""
+    from flows.config import load_config
+    from flows.publishing import publish_approved, staged_releases_for
+    from flows.stores import open_store, store_location
+    from releases.keys import load_public_key
+    from releases.publish import unfinished_versions
+
+    cfg = load_config(config)
+    store = open_store(cfg)
+    key = load_public_key(cfg.keys_dir / "release.pub.pem")  # the release key, never the directory's own
+    lost: list[str] = []
+    if release is not None:
+        targets = [release]
+    elif resume:
+        unfinished = unfinished_versions(store)
+        if not unfinished:
+            console.print(Text(f"nothing to resume: no unfinished publish in {store!r}"))
+            return
+        found = staged_releases_for(cfg, unfinished)
+        targets, lost = list(found.values()), [v for v in unfinished if v not in found]
+    else:
+        raise typer.BadParameter("name the approved release directory to publish (or use --resume)",
+                                 param_hint="RELEASE")
+    for target in targets:
+        version, before = publish_approved(target, store, public_key=key, resume=resume,
+                                           say=lambda line: console.print(Text(line)))
+        where = store_location(store, version)
+        console.print(Text(f"{version} was already published: {where}" if before == "published" else
+                           f"published {version}{' (resumed)' if before == 'unfinished' else ''}: {where}"))
+    if lost:
+        err.print(Text(f"publish: no approved release staged under {cfg.work_dir} for the unfinished "
+                       f"{', '.join(lost)}; name its release directory"))
+        raise typer.Exit(exit_codes.FAILED)
 
 
 @keys_app.command("new")

@@ -140,7 +140,7 @@ def qualify_lane(cfg: Config, ws: Workspace, candidate: dict, lane: Lane, wheel:
     local_key = keys.load_private_key(keys.ensure_local_key(cfg.keys_dir)[0])  # a local lane signs as the pipeline
     with gpu_slot(lane.gpu, lane.host):
         result = qualify(host, cfg.lane_spec(lane.name), candidate, wheel, ws.lane(lane.name), key=local_key,
-                         resume=task_run.run_count > 1, progress=lambda line: log.info("lane %s: %s", lane.name, line))
+                         resume=task_run.run_count > 1 or ws.lane_interrupted(lane.name), progress=lambda line: log.info("lane %s: %s", lane.name, line))
     if stage:
         staged = stager(cfg, ws)
         for kind, label, path in result.receipts:

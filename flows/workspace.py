@@ -53,6 +53,13 @@ class Workspace:
     def lane(self, name: str) -> Path:
         return self.root / "lanes" / name
 
+    def lane_interrupted(self, name: str) -> bool:
+        """A window of this lane opened here and never closed: the process running it died (its
+        worker was killed). The retried lane resumes it (gates/window.py): it waits out the dead
+        holder's lease, restores the host as the first window found it, keeps the phases that
+        passed. The state file is gates/qualify.py's: <lane dir>/state/window-<lane>.json."""
+        return (self.lane(name) / "state" / f"window-{name}.json").is_file()
+
     @property
     def summary(self) -> Path:
         """What make run and the tests read back: the published version and where it went."""

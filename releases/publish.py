@@ -2,14 +2,16 @@
 
 Order: every asset, then manifest.sig, then manifest.json LAST. A store key `<version>/manifest.json`
 therefore means "complete"; anything under `<version>/` without it is an unfinished attempt that a
-rerun completes (identical objects are accepted, different ones refused). manifest.sig goes before
-manifest.json so that a committed release is never without its signature.
+rerun completes (identical objects are accepted, different ones refused, and an object the release
+does not hold refuses the whole publish before anything is written). manifest.sig goes before
+manifest.json so that a committed release is never without its signature. `assay publish --resume`
+is that rerun for a person (store_state names the three states a version can be in).
 """
 from __future__ import annotations
 
 import re
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
@@ -33,6 +35,7 @@ class PublishResult:
     manifest_sha256: str
     uploaded: int
     report: VerificationReport  # verification of the copy downloaded back from the store
+    kept: list[str] = field(default_factory=list)  # keys an unfinished publish had written already
 
 
 def _upload_order(root: Path) -> list[str]:
@@ -62,6 +65,12 @@ def publish_release(local_release_dir: str | Path, store: Store, version: str, *
                              "before uploading", key=manifest_key)
     key = load_public_key(public_key if public_key is not None else root / manifest["public_key"]["path"])
     order = _upload_order(root)
+    kept = store.list(f"{version}/")
+    strangers = sorted(set(kept) - {f"{version}/{rel}" for rel in order})
+    if strangers:
+        raise PublishRefused(f"the store's unfinished {version}/ holds {len(strangers)} object(s) this release does not "
+                             f"have ({', '.join(strangers[:5])}): it is another attempt's, not this one's to complete",
+                             key=strangers[0])
     for done, rel in enumerate(order, start=1):
         store.put_file(f"{version}/{rel}", root / rel)
         if progress:
@@ -73,7 +82,7 @@ def publish_release(local_release_dir: str | Path, store: Store, version: str, *
         copy_report = verify_release(tmp, public_key=key, require_ready=True, private_markers=markers)
     if not copy_report.ok:
         raise VerificationFailed(copy_report.failures, what=f"published copy of {version} in {store!r}")
-    return PublishResult(version, keys, sha256_hex(raw), len(order), copy_report)
+    return PublishResult(version, keys, sha256_hex(raw), len(order), copy_report, kept)
 
 
 _MANIFEST_KEY = re.compile(r"^([^/]+)/manifest\.json$")
@@ -98,6 +107,14 @@ def unfinished_versions(store: Store) -> list[str]:
     keys = store.list("")
     started = {k.split("/", 1)[0] for k in keys if "/" in k}
     return sorted(started - set(published_versions(store)), key=_order)
+
+
+def store_state(store: Store, version: str) -> str:
+    """"published" (its manifest.json is there), "unfinished" (objects without the manifest: a
+    publish that stopped part-way, which a rerun or `assay publish --resume` completes) or "absent"."""
+    if store.exists(check_key(f"{version}/manifest.json")):
+        return "published"
+    return "unfinished" if store.list(f"{version}/") else "absent"
 
 
 def latest_published(store: Store) -> str | None:

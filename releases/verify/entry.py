@@ -69,6 +69,13 @@ def verify_release(
     if not root.is_dir():
         check.fail(str(directory), "", "not a directory")
         return VerificationReport(False, None, check.failures, check.counts)
+    if not (root / MANIFEST).exists() and any(root.iterdir()):
+        # Whole objects and no commit point: a publish that stopped part-way. Not a release yet, and
+        # not a broken one either: it is completed from the approved release it came from.
+        check.fail(MANIFEST, "", "absent: this is an UNFINISHED PUBLISH (assets uploaded, the manifest, which is "
+                                 "written last, not): recoverable, `assay publish --resume` (or a rerun of the "
+                                 "release run) completes it from the approved release")
+        return VerificationReport(False, "unfinished", check.failures, check.counts)
     raw = check.read(MANIFEST, "manifest")
     manifest = check.json(MANIFEST, "manifest") if raw is not None else None
     if manifest is None:
