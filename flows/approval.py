@@ -65,8 +65,8 @@ def wait_for_approval(summary_markdown: str, timeout_s: int, poll_s: int, approv
     a bad or missing signature), is refused and the run waits again for the time that is left, so that
     nobody off the list can end a release either way. Each wait has its own key (approval-1, -2, ...):
     a resumed run replays the decisions already sent, in order, and waits at the first unanswered
-    one. FlowPauseTimeout when time runs out; a suspended run that nobody resumes in time stays
-    suspended, and the server fails it when a late resume comes (`assay approve` says it timed out)."""
+    one. FlowPauseTimeout when time runs out in a paused run; a suspended run has no process to
+    notice: the server's pause-expiration service fails it at its timeout ("never resumed")."""
     from releases.errors import ApprovalRefused
 
     deadline = approval_deadline(str(flow_run.get_id() or "local"), timeout_s)
@@ -135,7 +135,7 @@ def send_approval(flow_run_id: str, approval: dict) -> None:
         raise ApprovalNotPossible(f"flow run {flow_run_id} is {state}, not PAUSED: nothing awaits an approval")
     expires = run.state.state_details.pause_timeout
     if expires is not None and expires.timestamp() < time.time():
-        # A suspended run has no process to notice its timeout: the server fails it on this resume.
+        # Timed out, and the server's pause-expiration service has not failed it yet: this resume does.
         try:
             resume_flow_run(run_id, run_input=approval)
         except Exception:  # the server refuses the late resume either way; the run's state says the rest

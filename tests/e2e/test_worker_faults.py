@@ -27,6 +27,7 @@ from uuid import UUID
 
 import psutil
 import pytest
+from prefect import flow
 
 from flows.runs import LogFollower, state_of, wait_for_state
 from flows.services import start_worker
@@ -106,13 +107,25 @@ def workers(prefect_api, tmp_path):
         group.stop_all()
 
 
-def _deploy(pool: str) -> str:
+def _deploy(pool: str, flow=None) -> str:
+    """Deploy `flow` (default: the release flow) to `pool` by module path, as flows/dispatch.py does."""
     from prefect.deployments.runner import EntrypointType
 
     from flows.release_candidate import release_candidate
 
-    release_candidate.to_deployment(name=pool, work_pool_name=pool, entrypoint_type=EntrypointType.MODULE_PATH).apply()
-    return f"release-candidate/{pool}"
+    flow = flow or release_candidate
+    flow.to_deployment(name=pool, work_pool_name=pool, entrypoint_type=EntrypointType.MODULE_PATH).apply()
+    return f"{flow.name}/{pool}"
+
+
+@flow(name="approval-suspend-test", persist_result=True)
+def approval_gate(config: str, timeout_s: int) -> dict:
+    """The release flow's approval gate alone (no build): what it returns is the decision it got."""
+    from flows.approval import wait_for_approval
+    from flows.config import load_config
+
+    cfg = load_config(config)
+    return wait_for_approval("a ready release", timeout_s, 1, cfg.approvers).model_dump(include={"decision", "approver"})
 
 
 def _wait_for_line(follower: LogFollower, run_id: str, needle: str, seen: list[str], timeout_s: float = 1500) -> None:
@@ -214,3 +227,63 @@ def test_killed_worker_during_build_lane_and_approval_publishes_once(prefect_api
     for path in release.rglob("*"):
         if path.is_file() and path.suffix in {".json", ".md", ".html", ""}:
             assert "/home/someone" not in path.read_text(errors="replace"), path
+
+
+def _gate_run(workers: Workers, tmp: Path, timeout_s: int) -> str:
+    from prefect.deployments import run_deployment
+
+    config = write_config(tmp, tmp)
+    run = run_deployment(_deploy(workers.pool, approval_gate), timeout=0,
+                         parameters={"config": str(config), "timeout_s": timeout_s})
+    return str(run.id)
+
+
+def _state_name(run_id: str) -> str:
+    from prefect.client.orchestration import get_client
+
+    with get_client(sync_client=True) as client:
+        return client.read_flow_run(UUID(run_id)).state.name
+
+
+def test_suspended_gate_holds_no_process_and_replays_refused_decisions(prefect_api, workers, tmp_path):
+    """A refused decision (an approver off the list) suspends the run again under the next key; the
+    listed approver's decision then resumes it, and the run replays both in order, on a new worker."""
+    workers.start()
+    run_id = _gate_run(workers, tmp_path, 600)
+    assert wait_for_state(run_id, {"PAUSED"}, timeout_s=300, poll_s=1) == "PAUSED"
+    assert _state_name(run_id) == "Suspended"
+    deadline = time.monotonic() + 60
+    while psutil.Process(workers.current.pid).children(recursive=True):  # the run's process exits
+        assert time.monotonic() < deadline, "the suspended run's process did not exit"
+        time.sleep(1)
+    from prefect.flow_runs import resume_flow_run
+
+    # Past `assay approve`'s own early check, as the UI form would send it: the flow must refuse it.
+    resume_flow_run(UUID(run_id), run_input={"decision": "approve", "approver": "intruder", "reason": "not listed"})
+    assert wait_for_state(run_id, {"PAUSED"}, timeout_s=300, poll_s=1) == "PAUSED"
+    workers.kill()
+    sent = _approve(prefect_api, run_id, "--as", "release-lead", "--reason", "tests: the second decision")
+    assert sent.returncode == 0, sent.stdout + sent.stderr
+    workers.start()
+    assert wait_for_state(run_id, set(), timeout_s=300, poll_s=1) == "COMPLETED", workers.logs()
+    from prefect.client.orchestration import get_client
+
+    with get_client(sync_client=True) as client:
+        result = client.read_flow_run(UUID(run_id)).state.result()
+    assert result == {"decision": "approve", "approver": "release-lead"}
+    assert "Refused the approve from 'intruder'" not in workers.logs()  # refused as unlisted, not by check
+    assert _task_states(run_id)["approval deadline"].count("Cached") == 2  # one deadline for all three passes
+
+
+def test_a_suspended_run_nobody_approves_fails_at_its_timeout(prefect_api, workers, tmp_path):
+    """No process waits out a suspended run's timeout: the server's pause-expiration service fails it."""
+    workers.start()
+    run_id = _gate_run(workers, tmp_path, 5)
+    assert wait_for_state(run_id, {"PAUSED"}, timeout_s=300, poll_s=1) == "PAUSED"
+    assert wait_for_state(run_id, set(), timeout_s=120, poll_s=1) == "FAILED"
+    from prefect.client.orchestration import get_client
+
+    with get_client(sync_client=True) as client:
+        assert "never resumed" in client.read_flow_run(UUID(run_id)).state.message
+    late = _approve(prefect_api, run_id, "--as", "local-operator", "--reason", "too late")
+    assert late.returncode == 2 and "FAILED, not PAUSED" in late.stderr, late.stdout + late.stderr
