@@ -184,7 +184,7 @@ def start_worker(home: Path, run_dir: Path, api_url: str, pool: str, cwd: Path, 
     if results is not None:
         results.mkdir(parents=True, exist_ok=True)
         env["PREFECT_LOCAL_STORAGE_PATH"] = str(results)
-    name = f"assay-{pool}-{uuid.uuid4().hex[:8]}"
+    name = f"{pool}-{uuid.uuid4().hex[:8]}"
     argv = PREFECT + ["worker", "start", "--pool", pool, "--type", "process", "--name", name]
     run_dir.mkdir(parents=True, exist_ok=True)
     with open(log, "ab") as out:

@@ -87,6 +87,16 @@ def test_running_trusts_only_the_recorded_process(tmp_path, sleeper):
     assert running(tmp_path, "prefect-server") is None and not (tmp_path / "prefect-server.pid").exists()
 
 
+def test_a_dead_workers_pidfile_still_names_the_worker(tmp_path, sleeper):
+    """What flows/recovery.py needs after a worker died: its name on the pool, from the stale pid file."""
+    proc = sleeper()
+    write_pidfile(tmp_path, "prefect-worker", proc.pid, ["sleep", "300"], worker="assay-local-0123abcd")
+    proc.kill()
+    proc.wait()
+    assert read_pidfile(tmp_path, "prefect-worker").worker == "assay-local-0123abcd"
+    assert running(tmp_path, "prefect-worker") is None  # and it is stale: nothing to signal
+
+
 @pytest.fixture
 def published_checkout(engine_repo, tmp_path):
     """A clone of the engine repository whose HEAD is already published in its default store."""
