@@ -138,6 +138,22 @@ def _wait_for_line(follower: LogFollower, run_id: str, needle: str, seen: list[s
         time.sleep(1)
 
 
+def _wait_for_process(workers: Workers, run_id: str, argv_part: list[str], timeout_s: float = 900) -> None:
+    """Until a process under the current worker has `argv_part` in its command line."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        for proc in psutil.Process(workers.current.pid).children(recursive=True):
+            try:
+                cmdline = proc.cmdline()
+            except psutil.NoSuchProcess:
+                continue
+            if all(part in cmdline for part in argv_part):
+                return
+        assert time.monotonic() < deadline, f"no process {argv_part} under the worker:\n{workers.logs()}"
+        assert state_of(run_id)[0] not in {"COMPLETED", "FAILED", "CRASHED", "CANCELLED"}, workers.logs()
+        time.sleep(0.2)
+
+
 def _task_states(run_id: str) -> dict[str, list[str]]:
     """Each task's runs in this flow run, by the name of the state each ended in (Completed, Cached ...)."""
     from prefect.client.orchestration import get_client
@@ -170,8 +186,9 @@ def test_killed_worker_during_build_lane_and_approval_publishes_once(prefect_api
     run_id = str(run.id)
     follower, seen = LogFollower(run_id), []
 
-    # 1. The worker dies in the middle of build a: the retry builds again from a clean folder.
-    _wait_for_line(follower, run_id, "build a: ", seen)
+    # 1. The worker dies in the middle of a build (`python -m build` is running under it): the retry
+    #    builds again from a clean folder. The log reaches the server in batches, too late to time this.
+    _wait_for_process(workers, run_id, ["-m", "build", "--no-isolation"])
     workers.kill()
     assert state_of(run_id)[0] == "RUNNING"  # nothing told the server
     _restart_and_retry(workers, run_id)
@@ -200,8 +217,10 @@ def test_killed_worker_during_build_lane_and_approval_publishes_once(prefect_api
 
     # Finished work was never redone: one completed build and lane, cached on every later pass.
     tasks = _task_states(run_id)
+    assert tasks["build twice"].count("Running") == 1, tasks  # the one killed: nothing told the server
     assert tasks["build twice"].count("Completed") == 1, tasks
     assert tasks["build twice"].count("Cached") == 2, tasks  # after the lane's death, after the approval
+    assert tasks["qualify lane"].count("Running") == 1, tasks
     assert tasks["qualify lane"].count("Completed") == 1, tasks
     assert tasks["qualify lane"].count("Cached") == 1, tasks
     seen += follower.new_lines()
