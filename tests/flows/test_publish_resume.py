@@ -20,6 +20,7 @@ from tests.releases.conftest import moto_endpoint, s3_store  # noqa: F401
 from tests.releases.fixtures import build_release
 from tests.releases.test_publish import FailAfter, Interrupted
 
+pytestmark = pytest.mark.slow  # each test runs the `assay` command line several times
 ASSAY = str(Path(sys.executable).with_name("assay"))
 S3_ENV = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1"}
 
