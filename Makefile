@@ -29,11 +29,14 @@ model: install
 docker:
 	@bash scripts/dockerd.sh || echo "make: docker is not available here; docker tests will skip (or fail under ASSAY_REQUIRE_DOCKER=1)"
 
+# CONFIG=path/to/assay.toml runs the main job on that config instead of the embedded defaults.
+CONFIG_ARG = $(if $(CONFIG),--config $(abspath $(CONFIG)))
+
 run: install model
-	$(PY) -m flows.local_run start
+	$(PY) -m flows.local_run start $(CONFIG_ARG)
 
 stop:
-	@if [ -x $(PY) ]; then $(PY) -m flows.local_run stop; else echo "nothing to stop"; fi
+	@if [ -x $(PY) ]; then $(PY) -m flows.local_run stop $(CONFIG_ARG); else echo "nothing to stop"; fi
 
 test: install model docker
 	$(PY) -m pytest

@@ -132,9 +132,10 @@ def _verify_published(cfg, store, version: str) -> int:
         return subprocess.run(verify, cwd=cfg.root, timeout=300).returncode
 
 
-def start() -> int:
+def start(config: str | None = None) -> int:
+    """The main job on `config` (an assay.toml; default: the embedded defaults)."""
     root = project_root()
-    cfg = load_config()
+    cfg = load_config(config)
     done = _already_published(cfg)
     if done is not None:
         return done
@@ -148,7 +149,7 @@ def start() -> int:
             run_id = release_runs[0]
             console.print(f"Following the retried run {run_id} instead of starting another")
             return _follow_and_approve(cfg, api_url, env, run_id)
-        return _follow_and_approve(cfg, api_url, env, _trigger(env, root))
+        return _follow_and_approve(cfg, api_url, env, _trigger(env, root, config))
 
 
 def _is_release_run(run_id: str) -> bool:
@@ -161,8 +162,10 @@ def _is_release_run(run_id: str) -> bool:
         return client.read_flow(run.flow_id).name == DEPLOYMENT.split("/")[0]
 
 
-def _trigger(env: dict[str, str], root: Path) -> str:
-    out = _prefect(["deployment", "run", DEPLOYMENT], env, root)
+def _trigger(env: dict[str, str], root: Path, config: str | None = None) -> str:
+    # The worker runs the flow from the repository root: the config goes as an absolute path.
+    params = ["--param", f"config={Path(config).resolve()}"] if config else []
+    out = _prefect(["deployment", "run", DEPLOYMENT, *params], env, root)
     match = re.search(r"UUID:\s*([0-9a-f-]{36})", out)
     if not match:
         raise SystemExit(f"could not read the flow run id from `prefect deployment run`:\n{out}")
@@ -228,27 +231,39 @@ def _report_published(cfg, run_id: str) -> int:
     verify = [str(Path(sys.executable).with_name("assay")), "verify", "--require-ready", "--key", str(key), str(path)]
     console.print(f"  $ assay verify --require-ready --key {key} {path}")
     result = subprocess.run(verify, timeout=300)
-    console.print(f"\nThe Prefect server stays up for you at {_ui_root()}; `make stop` ends it.")
+    console.print(f"\nThe Prefect server stays up for you at {_ui_root(cfg)}; `make stop` ends it.")
     return result.returncode
 
 
-def _ui_root() -> str:
-    server = running(load_config().state_dir / "run", "prefect-server")
+def _ui_root(cfg) -> str:
+    server = running(cfg.state_dir / "run", "prefect-server")
     return server.url.removesuffix("/api") if server and server.url else "(not running)"
 
 
-def stop() -> int:
-    stopped = stop_all(load_config().state_dir / "run", on_stale=lambda why: console.print(Text(why)))
+def stop(config: str | None = None) -> int:
+    stopped = stop_all(load_config(config).state_dir / "run", on_stale=lambda why: console.print(Text(why)))
     console.print("stopped: " + (", ".join(stopped) if stopped else "nothing was running"))
     return 0
 
 
 def main(argv: list[str]) -> int:
-    if argv[:1] == ["start"]:
-        return start()
-    if argv[:1] == ["stop"]:
-        return stop()
-    print("usage: python -m flows.local_run start|stop", file=sys.stderr)
+    """`start|stop [--config FILE]` (`make run CONFIG=FILE`); a bad config is named, exit 2."""
+    from flows.config import ConfigError
+
+    config = None
+    if len(argv) == 3 and argv[1] == "--config" and argv[2]:
+        config = argv[2]
+    elif len(argv) != 1:
+        argv = []
+    try:
+        if argv[:1] == ["start"]:
+            return start(config)
+        if argv[:1] == ["stop"]:
+            return stop(config)
+    except ConfigError as exc:
+        console.print(Text(f"config: {exc}", style="red"))
+        return 2
+    print("usage: python -m flows.local_run start|stop [--config FILE]", file=sys.stderr)
     return 2
 
 

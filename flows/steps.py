@@ -12,7 +12,7 @@ from prefect.artifacts import create_link_artifact, create_markdown_artifact, cr
 
 from builders import compare, provenance, recipe, reproduce, sbom, snapshot, variations
 from builders.incumbent import resolve_incumbent
-from flows import lane_evidence, summaries
+from flows import evidence, lane_evidence, summaries
 from flows.config import Config, Lane
 from flows.results import PERSISTED
 from flows.errors import GateFailed, LaneFailed, LaneHardwarePending, NotReproducible, StagedReleaseInvalid
@@ -177,18 +177,21 @@ def bind_lane_evidence(cfg: Config, ws: Workspace, lane: Lane, wheel: Path) -> d
 @task(name="judged gates", **PERSISTED)
 def judge_lane(cfg: Config, ws: Workspace, candidate: dict, lane: Lane, wheel: Path, waivers: list[dict],
                stage: bool = True) -> dict:
-    """Serve the candidate and the incumbent side by side in one window of the lane's host and
-    judge them (ABBA speed, quality screen, determinism, TTFT parity); stage the four verdicts."""
+    """Judge the candidate against the incumbent on the lane (ABBA speed, quality screen, determinism,
+    TTFT parity) from the lane's measurements, taken now or reused for the same bytes (flows/evidence.py);
+    stage the four verdicts."""
     log = get_run_logger()
     say = lambda line: log.info("lane %s: %s", lane.name, line)  # noqa: E731
     inc = resolve_incumbent(cfg.incumbent, repo_dir=cfg.source, state_dir=cfg.state_dir, store=open_store(cfg),
                             subdir=cfg.subdir, progress=say)
+    measured, reused = evidence.measure(cfg, ws, lane, candidate["package"]["version"], wheel, inc)
+    if reused:
+        say(f"judging the measurements kept as evidence {measured['evidence_sha256'][:16]} (measured in run "
+            f"{measured['measured_in_run']}, same wheels, lane and gate sizes)")
     local_key = keys.load_private_key(keys.ensure_local_key(cfg.keys_dir)[0])  # a local lane signs as the pipeline
-    with gpu_slot(lane.gpu, lane.host):
-        result = judged_lane.judge_lane(
-            host_for(cfg, lane.host), cfg.lane_spec(lane.name), candidate_ref(candidate), candidate["package"]["version"],
-            wheel, inc.wheel, inc.identity, ws.lane(lane.name) / "judged", key=local_key, lane_gates=lane.gates,
-            waivers=[w for w in waivers if w.get("scope") == "gate"], progress=say)
+    result = judged_lane.judge_evidence(measured, lane.name, candidate_ref(candidate), wheel, inc.wheel, inc.identity,
+                                        ws.lane(lane.name) / "judged", key=local_key, lane_gates=lane.gates,
+                                        waivers=[w for w in waivers if w.get("scope") == "gate"])
     if stage:
         staged = stager(cfg, ws)
         for kind, label, path in result.receipts:
@@ -196,9 +199,6 @@ def judge_lane(cfg: Config, ws: Workspace, candidate: dict, lane: Lane, wheel: P
                                       signer=local_key.public_key())
     create_table_artifact(key=f"judged-{_artifact_key(lane.name)}", table=summaries.verdicts_table(result.verdicts),
                           description=f"Judged gates on {lane.name} against incumbent {inc.identity['version']}")
-    if not result.window["restored"] or not result.window["audit"]["ok"]:
-        raise LaneFailed(f"lane {lane.name}: the judged-gates window did not restore the host as found: "
-                         f"{result.window['restore_diff']}")
     if result.blocking:
         raise GateFailed(summaries.gate_failure(lane.name, result.blocking))
     return {kind: v["verdict"] for kind, v in result.verdicts.items()}

@@ -2,7 +2,9 @@
 an environment of its own and served on the same host and model, judged side by side, then both
 engines stopped and the host restored and independently audited — always, as in every window.
 
-Each verdict is signed as a receipt of its kind (`verdict-abba`, ...) labelled with the lane, whose
+`measure_lane` takes the measurements (the evidence a release flow may keep and reuse, by the
+digests of what was measured); `judge_evidence` applies thresholds and waivers and signs. Each
+verdict is signed as a receipt of its kind (`verdict-abba`, ...) labelled with the lane, whose
 subjects are the two wheels by sha256; the verdicts name the incumbent's identity."""
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ from typing import Callable
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from gates.judged.client import Endpoint
-from gates.judged.run import KINDS, run_judged
+from gates.judged.identity import check_candidate_ref, check_incumbent
+from gates.judged.run import KINDS, judge_measured, measure_judged
 from gates.judged.waivers import blocks
 from gates.places import default_lease_path, default_workdir
 from gates.runtime import LaneRuntime
@@ -54,15 +57,14 @@ def _restarter(rt: LaneRuntime, role: str) -> Callable[[], Endpoint]:
     return restart
 
 
-def judge_lane(host, spec: LaneSpec, candidate_ref: dict, version: str, wheel: Path, incumbent_wheel: Path,
-               incumbent_identity: dict, out_dir: Path, *, key: Ed25519PrivateKey, lane_gates: dict | None,
-               waivers: list[dict] = (), base_python: str | None = None,
-               progress: Callable[[str], None] | None = None) -> JudgedLane:
-    """Run the four judged gates of lane `spec` for the candidate against the incumbent; write the
-    signed verdict receipts under `out_dir/receipts/`."""
+def measure_lane(host, spec: LaneSpec, version: str, wheel: Path, incumbent_wheel: Path, incumbent_identity: dict,
+                 out_dir: Path, *, lane_gates: dict | None, base_python: str | None = None,
+                 progress: Callable[[str], None] | None = None) -> dict:
+    """Serve the candidate and the incumbent in one window of the lane's host and measure the four
+    gates; returns the evidence (gates.judged.run.measure_judged) with the window's outcome
+    under "window" (restored, restore_diff, held_s, audit)."""
     say = progress or (lambda message: None)
-    out_dir = Path(out_dir)
-    workdir = posixpath.join(default_workdir(host, spec, out_dir), "judged")
+    workdir = posixpath.join(default_workdir(host, spec, Path(out_dir)), "judged")
     python = base_python or spec.python or (sys.executable if type(host).__name__ == "LocalHost" else "python3")
     runtimes = {role: LaneRuntime(host=host, spec=spec, version=ver, wheel=Path(w), wheel_sha256=file_sha256(w),
                                   workdir=posixpath.join(workdir, role), base_python=python, say=say)
@@ -74,13 +76,12 @@ def judge_lane(host, spec: LaneSpec, candidate_ref: dict, version: str, wheel: P
     window.open()
     try:
         candidate, incumbent = (_served(runtimes[r], r) for r in ("candidate", "incumbent"))
-        say(f"judging {candidate.url} (candidate) against {incumbent.url} (incumbent {incumbent_identity['version']})")
-        verdicts = run_judged(candidate, incumbent, lane=spec.name, size=(lane_gates or {}).get("size", "cpu"),
-                              lane_gates=lane_gates, incumbent_identity=incumbent_identity,
-                              candidate_ref=candidate_ref, waivers=list(waivers),
-                              restart_candidate=_restarter(runtimes["candidate"], "candidate"),
-                              restart_incumbent=_restarter(runtimes["incumbent"], "incumbent"),
-                              progress=lambda text: say(f"gate {text}"))
+        say(f"measuring {candidate.url} (candidate) against {incumbent.url} (incumbent {incumbent_identity['version']})")
+        evidence = measure_judged(candidate, incumbent, size=(lane_gates or {}).get("size", "cpu"),
+                                  lane_gates=lane_gates,
+                                  restart_candidate=_restarter(runtimes["candidate"], "candidate"),
+                                  restart_incumbent=_restarter(runtimes["incumbent"], "incumbent"),
+                                  progress=lambda text: say(f"gate {text}"))
     finally:
         for rt in runtimes.values():
             try:
@@ -90,12 +91,37 @@ def judge_lane(host, spec: LaneSpec, candidate_ref: dict, version: str, wheel: P
         closed = window.close()
         checks = audit.compare(window.audit_before, window.observe())
         closed["audit"] = {"ok": audit.passed(checks), "checks": checks}
+    return {**evidence, "window": closed}
+
+
+def judge_evidence(evidence: dict, spec_name: str, candidate_ref: dict, wheel: Path, incumbent_wheel: Path,
+                   incumbent_identity: dict, out_dir: Path, *, key: Ed25519PrivateKey, lane_gates: dict | None,
+                   waivers: list[dict] = ()) -> JudgedLane:
+    """Judge measured evidence with the lane's thresholds and the waivers; write the signed verdict
+    receipts under `out_dir/receipts/`."""
+    out_dir = Path(out_dir)
+    verdicts = judge_measured(evidence, lane=spec_name, lane_gates=lane_gates, incumbent_identity=incumbent_identity,
+                              candidate_ref=candidate_ref, waivers=list(waivers))
     subjects = [subject(Path(wheel).name, file_sha256(wheel)),
                 subject(f"incumbent/{Path(incumbent_wheel).name}", incumbent_identity["wheel_sha256"])]
     written = []
     for kind in KINDS:
-        path = out_dir / receipt_path(kind, spec.name)
+        path = out_dir / receipt_path(kind, spec_name)
         path.parent.mkdir(parents=True, exist_ok=True)
         write_atomic(path, canonical_json(sign_receipt(kind, subjects, verdicts[kind], key)))
-        written.append((kind, spec.name, path))
-    return JudgedLane(spec.name, verdicts, written, closed)
+        written.append((kind, spec_name, path))
+    return JudgedLane(spec_name, verdicts, written, evidence["window"])
+
+
+def judge_lane(host, spec: LaneSpec, candidate_ref: dict, version: str, wheel: Path, incumbent_wheel: Path,
+               incumbent_identity: dict, out_dir: Path, *, key: Ed25519PrivateKey, lane_gates: dict | None,
+               waivers: list[dict] = (), base_python: str | None = None,
+               progress: Callable[[str], None] | None = None) -> JudgedLane:
+    """Run the four judged gates of lane `spec` for the candidate against the incumbent (measure, then
+    judge); write the signed verdict receipts under `out_dir/receipts/`."""
+    check_incumbent(incumbent_identity)  # bad input is refused before a window is opened
+    check_candidate_ref(candidate_ref)
+    evidence = measure_lane(host, spec, version, wheel, incumbent_wheel, incumbent_identity, out_dir,
+                            lane_gates=lane_gates, base_python=base_python, progress=progress)
+    return judge_evidence(evidence, spec.name, candidate_ref, wheel, incumbent_wheel, incumbent_identity, out_dir,
+                          key=key, lane_gates=lane_gates, waivers=waivers)

@@ -11,6 +11,10 @@ goes first; a position's TTFT is the median over its repeats:
   order (the order their first tokens came back).
 Beyond the judge's time rule: cached tokens at sibling and restored must be >= the incumbent's,
 and any error or timeout fails the position.
+
+Measuring (`measure_latency`: per request its TTFT, cached tokens and error, nothing else) is
+apart from judging (`judge_latency_positions`), so that measurements kept as evidence can be
+judged again.
 """
 
 from __future__ import annotations
@@ -98,20 +102,31 @@ def _measure(given: dict[str, Endpoint], s: dict, restarts: dict[str, Restart] |
     return out
 
 
-def _ttft(results: list[Completion]) -> float | None:
-    times = [c.ttft_s for c in results if c.error is None and c.ttft_s is not None]
+def _ttft(results: list[dict]) -> float | None:
+    times = [c["ttft_s"] for c in results if c["error"] is None and c["ttft_s"] is not None]
     return statistics.median(times) if len(times) == len(results) and times else None
 
 
-def run_latency(candidate: Endpoint, incumbent: Endpoint, settings: dict, context: dict, *,
-                waivers: list[dict] = (), candidate_ref: dict | None = None,
-                restart_candidate: Restart | None = None, restart_incumbent: Restart | None = None) -> dict:
-    """Measure every position on both engines and return the judged verdict-latency record."""
-    s = settings["latency"]
+def _plain(c: Completion) -> dict:
+    return {"ttft_s": c.ttft_s, "cached_tokens": c.cached_tokens, "error": c.error}
+
+
+def measure_latency(candidate: Endpoint, incumbent: Endpoint, settings: dict, *,
+                    restart_candidate: Restart | None = None, restart_incumbent: Restart | None = None) -> dict:
+    """Measure every position on both engines: {"positions": {role: {position: [{ttft_s, cached_tokens,
+    error}]}}, "restarted": bool}."""
     restart = restart_candidate is not None and restart_incumbent is not None
-    measured = _measure({"incumbent": incumbent, "candidate": candidate}, s,
+    measured = _measure({"incumbent": incumbent, "candidate": candidate}, settings["latency"],
                         {"incumbent": restart_incumbent, "candidate": restart_candidate} if restart else None)
-    inc, cand = measured["incumbent"], measured["candidate"]
+    return {"positions": {role: {p: [_plain(c) for c in done] for p, done in by_position.items()}
+                          for role, by_position in measured.items()}, "restarted": restart}
+
+
+def judge_latency_positions(measured: dict, settings: dict, context: dict, *, waivers: list[dict] = (),
+                            candidate_ref: dict | None = None) -> dict:
+    """Judge measured positions: the judged verdict-latency record."""
+    s = settings["latency"]
+    inc, cand = measured["positions"]["incumbent"], measured["positions"]["candidate"]
     positions = [{"id": p, "incumbent_s": _ttft(inc[p]), "candidate_s": _ttft(cand[p])} for p in inc]
     data = {"absolute_s": s["absolute_s"], "relative": s["relative"], "positions": positions}
     if candidate_ref is not None:
@@ -123,18 +138,30 @@ def run_latency(candidate: Endpoint, incumbent: Endpoint, settings: dict, contex
             findings.append({"case": row["id"], "measured": f"{row['candidate_s']:.4f}",
                              "what": f"TTFT over allowed {row['allowed_s']:.4f} s"})
     for p in inc:
-        errors = sum(c.error is not None for c in cand[p]) + sum(c.error is not None for c in inc[p])
+        errors = sum(c["error"] is not None for c in cand[p]) + sum(c["error"] is not None for c in inc[p])
         if errors:
-            first = next(c.error for c in cand[p] + inc[p] if c.error)
+            first = next(c["error"] for c in cand[p] + inc[p] if c["error"])
             extra.append(("fail", f"position {p}: {errors} error(s) or timeout(s), first: {first}"))
             findings.append({"case": p, "measured": f"{errors} errors", "what": "errors or timeouts"})
         if p in ("sibling", "restored") and not errors:
-            c_cached, i_cached = min(c.cached_tokens for c in cand[p]), min(c.cached_tokens for c in inc[p])
+            c_cached = min(c["cached_tokens"] for c in cand[p])
+            i_cached = min(c["cached_tokens"] for c in inc[p])
             if c_cached < i_cached:
                 extra.append(("fail", f"position {p}: candidate cached {c_cached} tokens, incumbent {i_cached}"))
                 findings.append({"case": p, "measured": f"cached {c_cached} < {i_cached}", "what": "cached tokens"})
-    cached = {p: {"candidate": min(c.cached_tokens for c in cand[p]), "incumbent": min(c.cached_tokens for c in inc[p])}
+    cached = {p: {"candidate": min(c["cached_tokens"] for c in cand[p]),
+                  "incumbent": min(c["cached_tokens"] for c in inc[p])}
               for p in inc if p in ("sibling", "restored")}
-    settings_out = {**s, "positions": list(inc), "skipped": [] if restart else ["restored"], "cached_tokens": cached}
+    settings_out = {**s, "positions": list(inc), "skipped": [] if measured["restarted"] else ["restored"],
+                    "cached_tokens": cached}
     return finish(record, context={**context, "corpus": None}, findings=findings, extra=extra,
                   waivers=waivers, settings=settings_out)
+
+
+def run_latency(candidate: Endpoint, incumbent: Endpoint, settings: dict, context: dict, *,
+                waivers: list[dict] = (), candidate_ref: dict | None = None,
+                restart_candidate: Restart | None = None, restart_incumbent: Restart | None = None) -> dict:
+    """Measure every position on both engines and return the judged verdict-latency record."""
+    measured = measure_latency(candidate, incumbent, settings, restart_candidate=restart_candidate,
+                               restart_incumbent=restart_incumbent)
+    return judge_latency_positions(measured, settings, context, waivers=waivers, candidate_ref=candidate_ref)

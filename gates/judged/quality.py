@@ -1,5 +1,8 @@
 """Powered quality screen: both engines greedy on the same cases x variants, nine programmatic
-metrics per pair, judged by gates.stats.judge_noninferiority (paired two-level bootstrap)."""
+metrics per pair, judged by gates.stats.judge_noninferiority (paired two-level bootstrap).
+
+Measuring (`measure_quality`: the scored rows, no prompt or output text) is apart from judging
+(`judge_quality_rows`), so that measurements kept as evidence can be judged again."""
 
 from __future__ import annotations
 
@@ -14,21 +17,24 @@ from gates.judged.scorers import METRICS, score
 from gates.judged.verdict import finish
 
 
-def run_quality(candidate: Endpoint, incumbent: Endpoint, settings: dict, context: dict, *,
-                determinism_passed: bool, waivers: list[dict] = (), candidate_ref: dict | None = None,
-                progress=None) -> dict:
-    """Run every pair on both engines and return the judged verdict-noninferiority record."""
+def measure_quality(candidate: Endpoint, incumbent: Endpoint, settings: dict, *, progress=None) -> dict:
+    """Run every pair on both engines: {"rows": [{case, variant, error, incumbent, candidate}]}."""
     s = settings["noninferiority"]
     data = quality()
     pairs = quality_pairs(s["cases"], s["variants"])
 
     def pair(case: dict, variant: dict) -> dict:
+        # Both engines answer at once: the screen reads outputs, never times, and two servers are
+        # separate processes, so neither answer depends on the other (on two CPU cores the two
+        # overlap well; one after the other took twice as long).
+        with ThreadPoolExecutor(max_workers=2) as sides:
+            done = dict(zip(("incumbent", "candidate"), sides.map(
+                lambda endpoint: endpoint.chat(variant["messages"], s["max_tokens"]), (incumbent, candidate))))
+        if any(d.error for d in done.values()):
+            return {"case": case["id"], "variant": variant["id"], "error": True}
         row: dict = {"case": case["id"], "variant": variant["id"], "error": False}
-        for side, endpoint in (("incumbent", incumbent), ("candidate", candidate)):
-            done = endpoint.chat(variant["messages"], s["max_tokens"])
-            if done.error:
-                return {"case": case["id"], "variant": variant["id"], "error": True}
-            row[side] = score(done.text, case, variant, data["vocabulary"], data["tools"])
+        for side, answer in done.items():
+            row[side] = score(answer.text, case, variant, data["vocabulary"], data["tools"])
         return row
 
     # Pairs run `concurrency` at a time (both engines batch them alike); rows keep the corpus order,
@@ -40,6 +46,15 @@ def run_quality(candidate: Endpoint, incumbent: Endpoint, settings: dict, contex
             rows.append(future.result())
             if progress:
                 progress("noninferiority", i + 1, len(pairs))
+    return {"rows": rows}
+
+
+def judge_quality_rows(measured: dict, settings: dict, context: dict, *, determinism_passed: bool,
+                       waivers: list[dict] = (), candidate_ref: dict | None = None) -> dict:
+    """Judge scored rows: the judged verdict-noninferiority record."""
+    s = settings["noninferiority"]
+    pairs = quality_pairs(s["cases"], s["variants"])
+    rows = measured["rows"]
     judge_input = {key: s[key] for key in ("seed", "resamples", "confidence", "max_error_rate", "min_perturbed_cases")}
     judge_input.update({"expected_pairs": len(pairs), "determinism_passed": determinism_passed,
                         "metrics": METRICS, "pairs": rows})
@@ -58,3 +73,11 @@ def run_quality(candidate: Endpoint, incumbent: Endpoint, settings: dict, contex
     power = screen_power(s["cases"], s["variants"], confidence=s["confidence"])
     return finish(record, context={**context, "corpus": corpus}, findings=findings, waivers=waivers,
                   power=power, settings=s)
+
+
+def run_quality(candidate: Endpoint, incumbent: Endpoint, settings: dict, context: dict, *,
+                determinism_passed: bool, waivers: list[dict] = (), candidate_ref: dict | None = None,
+                progress=None) -> dict:
+    """Run every pair on both engines and return the judged verdict-noninferiority record."""
+    return judge_quality_rows(measure_quality(candidate, incumbent, settings, progress=progress), settings, context,
+                              determinism_passed=determinism_passed, waivers=waivers, candidate_ref=candidate_ref)

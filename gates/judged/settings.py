@@ -18,7 +18,7 @@ SIZES = ("cpu", "full")
 GATES = ("abba", "noninferiority", "determinism", "latency")
 
 _COMMON: dict[str, dict[str, Any]] = {
-    "abba": {"min_ratio": 0.95, "floor": 0.95, "max_leg_spread": 0.10, "cases": None},
+    "abba": {"min_ratio": 0.95, "floor": 0.95, "max_leg_spread": 0.10, "cases": None, "repeats": 1},
     "noninferiority": {"cases": 140, "variants": 8, "seed": 0, "resamples": 20000, "confidence": 0.95,
                        "max_error_rate": 0.01, "min_perturbed_cases": 10, "max_tokens": 96,
                        "concurrency": 8},
@@ -29,16 +29,16 @@ _COMMON: dict[str, dict[str, Any]] = {
 # The CPU size: what two shared cores finish inside a `make run`. Leg spread is wider because CPU
 # timing noise is real; the judge still says inconclusive beyond it.
 _CPU: dict[str, dict[str, Any]] = {
-    "abba": {"max_leg_spread": 0.20},
-    "noninferiority": {"cases": 12, "variants": 2, "max_tokens": 40, "concurrency": 1},
-    "determinism": {"prompts": 8, "max_tokens": 24},
-    "latency": {"fanout": 2, "repeats": 3},
+    "abba": {"max_leg_spread": 0.20, "repeats": 3},
+    "noninferiority": {"cases": 8, "variants": 2, "max_tokens": 24, "concurrency": 1, "min_perturbed_cases": 8},
+    "determinism": {"prompts": 4, "max_tokens": 16},
+    "latency": {"fanout": 2, "repeats": 3, "max_tokens": 4},
 }
 
 # Each key's type, and the bounds a value must respect.
 _TYPES: dict[str, dict[str, tuple]] = {
     "abba": {"min_ratio": (float, 0.0, None), "floor": (float, 0.0, None), "max_leg_spread": (float, 0.0, None),
-             "cases": (list, None, None)},
+             "cases": (list, None, None), "repeats": (int, 1, 20)},
     "noninferiority": {"cases": (int, 1, 140), "variants": (int, 1, 8), "seed": (int, 0, None),
                        "resamples": (int, 100, None), "confidence": (float, 0.5, 0.9999),
                        "max_error_rate": (float, 0.0, 1.0), "min_perturbed_cases": (int, 0, None),
@@ -47,6 +47,22 @@ _TYPES: dict[str, dict[str, tuple]] = {
     "latency": {"absolute_s": (float, 0.0, None), "relative": (float, 0.0, None), "fanout": (int, 1, 64),
                 "repeats": (int, 1, 100), "max_tokens": (int, 1, 4096)},
 }
+
+
+# The keys that decide what is measured (how many cases, prompts, tokens, repeats); the others are
+# thresholds a judge applies. Measurements kept as evidence are reused only under the same
+# measuring keys (flows/evidence.py), while thresholds are applied afresh on every judging.
+MEASURING: dict[str, tuple[str, ...]] = {
+    "abba": ("cases", "repeats"),
+    "noninferiority": ("cases", "variants", "max_tokens", "concurrency"),
+    "determinism": ("prompts", "max_tokens"),
+    "latency": ("fanout", "repeats", "max_tokens"),
+}
+
+
+def measuring(settings: dict[str, Any]) -> dict[str, Any]:
+    """The measuring keys of resolved settings ({"size", <gate>: {key: value}}), for evidence reuse."""
+    return {"size": settings["size"], **{gate: {k: settings[gate][k] for k in keys} for gate, keys in MEASURING.items()}}
 
 
 def defaults(size: str) -> dict[str, dict[str, Any]]:

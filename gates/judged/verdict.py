@@ -51,6 +51,8 @@ def finish(record: dict, *, context: dict, findings: list[dict], extra: list[tup
               "code_sha256": code_digest()}
     if power is not None:
         judged["power"] = power
+    if context.get("evidence_sha256"):
+        judged["evidence_sha256"] = context["evidence_sha256"]
     out["judged"] = judged
     apply_waivers(out, list(waivers), context["lane"])
     return check(out)

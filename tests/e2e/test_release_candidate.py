@@ -3,6 +3,7 @@ the cpu-smoke lane on the tiny model, the approval gate driven through `assay ap
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import os
@@ -245,17 +246,24 @@ def test_published_notes_link_every_figure_to_its_record(published):
     assert not re.findall(r".{0,30}\d.{0,30}", rest)
 
 
-def test_a_judged_gate_that_fails_stops_the_run_naming_gate_case_and_ratio(prefect_api, engine_repo, tmp_path):
+@pytest.fixture(scope="module")
+def gate_failed(prefect_api, engine_repo, tmp_path_factory):
     """The cpu-smoke lane with the judged gates on (the tiny model, the incumbent built from the
-    same engine commit): an impossible min_ratio fails the ABBA gate whatever the timing noise, the
-    run fails before the approval gate naming the gate, the case and the measured ratio, and the
-    store holds nothing."""
-    config = write_config(tmp_path, engine_repo)
+    same engine commit) and an impossible min_ratio: the ABBA gate fails whatever the timing noise."""
+    tmp = tmp_path_factory.mktemp("gate")
+    config = write_config(tmp, engine_repo)
     config.write_text(config.read_text() + "\n[lanes.gates]\nsize = \"cpu\"\n\n[lanes.gates.abba]\nmin_ratio = 1000.0\n"
                       "\n[incumbent]\nref = \"HEAD\"\n")
-    flow = FlowProcess(prefect_api, config, f"e2e-gate-{os.getpid()}", tmp_path / "gate.log")
-    assert flow.wait(1800) != 0
-    log = flow.log.read_text()
+    flow = FlowProcess(prefect_api, config, f"e2e-gate-{os.getpid()}", tmp / "gate.log")
+    code = flow.wait(1800)
+    return {"tmp": tmp, "config": config, "code": code, "log": flow.log.read_text()}
+
+
+def test_a_judged_gate_that_fails_stops_the_run_naming_gate_case_and_ratio(gate_failed):
+    """The run fails before the approval gate naming the gate, the case and the measured ratio, and
+    the store holds nothing."""
+    tmp_path, log = gate_failed["tmp"], gate_failed["log"]
+    assert gate_failed["code"] != 0
     failure = re.search(r"GateFailed: lane cpu-smoke: (.*)", log)
     assert failure, log[-6000:]
     assert re.search(r"verdict-abba is fail \(.*case weighted measured [0-9]+\.[0-9]{4}", failure.group(1)), failure.group(1)
@@ -265,3 +273,78 @@ def test_a_judged_gate_that_fails_stops_the_run_naming_gate_case_and_ratio(prefe
     staged = list((tmp_path / "state" / "work").glob("run-*/release/receipts/verdict-*/cpu-smoke.dsse.json"))
     assert sorted(p.parent.name for p in staged) == ["verdict-abba", "verdict-determinism", "verdict-latency",
                                                      "verdict-noninferiority"]
+    # The measurements are kept as evidence, keyed by the wheels, the lane and the gate sizes.
+    assert len(list((tmp_path / "state" / "evidence").iterdir())) == 1
+
+
+def _grantor(tmp: Path, config: Path) -> Path:
+    """A waiver grantor's key pair, the public key listed in the config; returns the private key."""
+    made = subprocess.run([ASSAY, "keys", "new", "--as", "perf-lead", "--dir", str(tmp / "people")],
+                          capture_output=True, text=True, timeout=120)
+    assert made.returncode == 0, made.stderr
+    pem = re.search(r"-----BEGIN PUBLIC KEY-----.*?-----END PUBLIC KEY-----", made.stdout, re.S).group(0)
+    config.write_text(config.read_text() + f'\n[release.waiver_grantors.perf-lead]\npublic_key = """{pem}\n"""\n')
+    return next((tmp / "people").glob("perf-lead*.pem"))
+
+
+def _waive(tmp: Path, key: Path, candidate: Path, case: str, measured: str, name: str, **over) -> Path:
+    out = tmp / f"{name}.json"
+    args = {"--gate": "abba", "--lane": "cpu-smoke", "--case": case, "--measured": measured, **over}
+    proc = subprocess.run([ASSAY, "waive", "--candidate", str(candidate), *[x for kv in args.items() for x in kv],
+                           "--reason", "tests: the ratio is accepted", "--as", "perf-lead", "--key", str(key),
+                           "--out", str(out), "--id", name], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    return out
+
+
+def test_an_exact_waiver_publishes_the_failed_gate_disclosed_and_acknowledged(prefect_api, engine_repo, gate_failed):
+    """The same candidate again with a signed waiver for exactly the measured weighted ratio: the
+    measurements are reused (a rerun would measure other noise), the waiver applies, the release
+    publishes with the waiver bound, disclosed in the notes and acknowledged by the approval, and
+    verify checks the binding. A waiver for another value or case of the same gate does not apply."""
+    from releases.canonical import digest
+
+    tmp, config = gate_failed["tmp"], gate_failed["config"]
+    measured = re.search(r"case weighted measured ([0-9]+\.[0-9]{4})", gate_failed["log"]).group(1)
+    key = _grantor(tmp, config)
+    (candidate,) = (tmp / "state" / "work").glob("run-*/release/candidate.json")
+    exact = _waive(tmp, key, candidate, "weighted", measured, "abba-weighted")
+    wrong_value = _waive(tmp, key, candidate, "weighted", f"{float(measured) + 0.0001:.4f}", "abba-weighted-other")
+    wrong_case = _waive(tmp, key, candidate, "fresh-64-decode-24", measured, "abba-fresh")
+    name = f"e2e-waived-{os.getpid()}"
+    code = ("from flows.release_candidate import release_candidate as f\n"
+            f"f.with_options(flow_run_name={name!r})(config={str(config)!r}, "
+            f"waivers={[str(exact), str(wrong_value), str(wrong_case)]!r})\n")
+    log = tmp / "waived.log"
+    proc = subprocess.Popen([sys.executable, "-c", code], env={**os.environ, **prefect_api}, stdout=open(log, "wb"),
+                            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    flow = FlowProcess.__new__(FlowProcess)
+    flow.proc, flow.log, flow.name = proc, log, name
+    run_id = flow.run_id()
+    state = wait_for_state(run_id, {"PAUSED"}, timeout_s=1500, poll_s=2)
+    assert state == "PAUSED", f"run ended {state} before the gate:\n{log.read_text()[-6000:]}"
+    assert "judging the measurements kept as evidence" in log.read_text()
+    ids = ["abba-weighted", "abba-weighted-other", "abba-fresh"]
+    ok = _approve(prefect_api, run_id, "--as", "local-operator", "--reason", "tests: waived",
+                  *[x for i in ids for x in ("--waiver", i)])
+    assert ok.returncode == 0, ok.stderr
+    assert flow.wait() == 0, log.read_text()[-6000:]
+    (release,) = _published_versions(tmp)
+    manifest = json.loads((release / "manifest.json").read_text())
+    assert sorted(w["id"] for w in manifest["waivers"]) == sorted(ids)
+    assert manifest["approval"]["approver"] == "local-operator"
+    predicate = lambda path: json.loads(base64.b64decode(json.loads((release / path).read_text())["payload"]))["predicate"]  # noqa: E731
+    assert predicate(manifest["approval"]["path"])["acknowledged_waivers"] == sorted(ids)
+    abba = next(r for r in manifest["receipts"] if r["kind"] == "verdict-abba")
+    verdict = predicate(abba["path"])
+    assert verdict["verdict"] == "fail" and verdict["judged"]["blocking"] is False
+    assert f"{verdict['weighted_ratio']:.4f}" == measured
+    applied = {w["id"]: w["applied"] for w in verdict["judged"]["waivers"]}
+    assert applied == {"abba-weighted": True, "abba-weighted-other": False, "abba-fresh": False}
+    assert next(w for w in verdict["judged"]["waivers"] if w["applied"])["sha256"] == digest(json.loads(exact.read_text()))
+    notes = (release / "notes" / "RELEASE-NOTES.md").read_text()
+    assert all(i in notes for i in ids)
+    verify = subprocess.run([ASSAY, "verify", "--require-ready", "--json", "--key",
+                             str(tmp / "state" / "keys" / "release.pub.pem"), str(release)],
+                            capture_output=True, text=True, timeout=300)
+    assert verify.returncode == 0, verify.stdout + verify.stderr

@@ -23,7 +23,7 @@ def test_sizes_match_the_issue():
     assert len(corpus.quality_pairs(140, 8)) == 1120
     assert len(corpus.quality_pairs(12, 2)) == 24
     assert len(corpus.determinism_prompts(80)) == 80
-    assert [c["id"] for c in corpus.abba_cases("cpu")] == ["fresh-64-decode-48", "deep-384-decode-48"]
+    assert [c["id"] for c in corpus.abba_cases("cpu")] == ["fresh-64-decode-24", "deep-384-decode-48"]
     assert len(corpus.abba_cases("full")) == 6
 
 

@@ -27,12 +27,15 @@ def test_bad_settings_name_the_key(gates, where):
     assert err.value.where == where
 
 
-def test_defaults_name_an_incumbent_and_leave_the_judged_gates_off():
-    """The embedded defaults (make run on two shared CPU cores) run no judged gate: their timing is
-    noise there. A lane turns them on with [lanes.gates]; the size's defaults fill the rest."""
+def test_defaults_name_an_incumbent_and_judge_cpu_reference_at_the_cpu_size():
+    """The embedded defaults (make run) judge cpu-reference against the incumbent at the CPU size
+    (docs/STATISTICS.md); the size's defaults fill the rest."""
     cfg = load_config()
     assert cfg.incumbent == {"ref": "b9c0bab5b4ae7e61225d42da5c0aaf36b97ee701"}
-    assert [lane.gates for lane in cfg.lanes] == [None, None]
+    assert [(lane.name, lane.gates) for lane in cfg.lanes] == [("cpu-smoke", None), ("cpu-reference", {"size": "cpu"})]
+    cpu = resolve("cpu", cfg.lane("cpu-reference").gates)
+    assert (cpu["abba"]["repeats"], cpu["abba"]["max_leg_spread"], cpu["abba"]["floor"]) == (3, 0.20, 0.95)
+    assert (cpu["noninferiority"]["cases"], cpu["noninferiority"]["variants"], cpu["determinism"]["prompts"]) == (8, 2, 4)
     gates = {"size": "cpu", "abba": {"min_ratio": 0.97}}
     assert resolve(gates["size"], gates)["abba"]["min_ratio"] == 0.97
 

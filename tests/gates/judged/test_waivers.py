@@ -34,7 +34,7 @@ def _verdict(waivers=(), **abba):
 
 
 def _waiver(**over):
-    w = {"id": "slow-ok", "scope": "gate", "gate": "abba", "lane": "cpu-reference", "case": "fresh-64-decode-48",
+    w = {"id": "slow-ok", "scope": "gate", "gate": "abba", "lane": "cpu-reference", "case": "fresh-64-decode-24",
          "measured": "0.8000", "approved_by": "release-lead", "reason": "known regression", "candidate": REF}
     w.update(over)
     return w
@@ -43,9 +43,9 @@ def _waiver(**over):
 def test_a_case_below_the_floor_fails_naming_case_and_ratio():
     v = _verdict()
     assert v["verdict"] == "fail" and blocks(v)
-    assert v["failing_cases"] == ["fresh-64-decode-48", "deep-384-decode-48"]
-    assert "case fresh-64-decode-48: ratio 0.8000 below floor 0.95" in v["reasons"][0]
-    assert {"case": "fresh-64-decode-48", "measured": "0.8000", "what": "ratio below floor"} in v["judged"]["findings"]
+    assert v["failing_cases"] == ["fresh-64-decode-24", "deep-384-decode-48"]
+    assert "case fresh-64-decode-24: ratio 0.8000 below floor 0.95" in v["reasons"][0]
+    assert {"case": "fresh-64-decode-24", "measured": "0.8000", "what": "ratio below floor"} in v["judged"]["findings"]
     assert v["judged"]["incumbent"]["source_commit"] == "f" * 40 and v["judged"]["lane"] == "cpu-reference"
     assert v["candidate"] == REF
 
@@ -54,7 +54,7 @@ def test_min_ratio_impossibly_high_fails_on_the_weighted_ratio_naming_the_lowest
     legs = _legs(100.0)
     v = judge_legs(legs, resolve("cpu", {"abba": {"min_ratio": 5.0}}), CONTEXT, [], REF)
     assert v["judged"]["judge_verdict"] == "pass" and v["verdict"] == "fail"
-    assert v["reasons"] == ["weighted ratio 1.0000 below min_ratio 5 (lowest case fresh-64-decode-48: ratio 1.0000)"]
+    assert v["reasons"] == ["weighted ratio 1.0000 below min_ratio 5 (lowest case fresh-64-decode-24: ratio 1.0000)"]
     assert v["judged"]["findings"] == [{"case": "weighted", "measured": "1.0000",
                                         "what": "weighted ratio below min_ratio"}]
 
