@@ -14,6 +14,7 @@ from gates.judged.run import EVIDENCE_SCHEMA, judge_measured
 from gates.judged.scorers import METRICS
 from gates.judged.settings import measuring, resolve
 from gates.judged.waivers import blocks
+from releases.schema import validate
 from tests.gates.judged.test_waivers import CONTEXT, OTHER, REF, _legs
 
 SERVED = {"engine_version": "0.1.0", "package_sha256": None, "model_sha256": None, "profile_sha256": None}
@@ -59,6 +60,8 @@ def test_kept_measurements_judge_the_same_and_name_their_evidence():
     assert {k: v["verdict"] for k, v in first.items()} == {
         "verdict-determinism": "pass", "verdict-abba": "pass", "verdict-noninferiority": "pass", "verdict-latency": "pass"}
     assert {v["judged"]["evidence_sha256"] for v in first.values()} == {KEY}
+    for kind, record in first.items():  # what a receipt's predicate must be (releases/schemas)
+        validate(kind, record, where=kind)
     assert first["verdict-abba"]["weighted_ratio"] == pytest.approx(1.2)
 
 
