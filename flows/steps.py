@@ -12,7 +12,7 @@ from prefect.artifacts import create_link_artifact, create_markdown_artifact, cr
 
 from builders import compare, provenance, recipe, reproduce, sbom, snapshot, variations
 from builders.incumbent import resolve_incumbent
-from flows import evidence, lane_evidence, summaries
+from flows import judged_evidence, lane_evidence, summaries
 from flows.config import Config, Lane
 from flows.results import PERSISTED
 from flows.errors import GateFailed, LaneFailed, LaneHardwarePending, NotReproducible, StagedReleaseInvalid
@@ -178,13 +178,13 @@ def bind_lane_evidence(cfg: Config, ws: Workspace, lane: Lane, wheel: Path) -> d
 def judge_lane(cfg: Config, ws: Workspace, candidate: dict, lane: Lane, wheel: Path, waivers: list[dict],
                stage: bool = True) -> dict:
     """Judge the candidate against the incumbent on the lane (ABBA speed, quality screen, determinism,
-    TTFT parity) from the lane's measurements, taken now or reused for the same bytes (flows/evidence.py);
+    TTFT parity) from the lane's measurements, taken now or reused for the same bytes (flows/judged_evidence.py);
     stage the four verdicts."""
     log = get_run_logger()
     say = lambda line: log.info("lane %s: %s", lane.name, line)  # noqa: E731
     inc = resolve_incumbent(cfg.incumbent, repo_dir=cfg.source, state_dir=cfg.state_dir, store=open_store(cfg),
                             subdir=cfg.subdir, progress=say)
-    measured, reused = evidence.measure(cfg, ws, lane, candidate["package"]["version"], wheel, inc)
+    measured, reused = judged_evidence.measure(cfg, ws, lane, candidate["package"]["version"], wheel, inc)
     if reused:
         say(f"judging the measurements kept as evidence {measured['evidence_sha256'][:16]} (measured in run "
             f"{measured['measured_in_run']}, same wheels, lane and gate sizes)")

@@ -4,7 +4,7 @@ determinism first (the quality screen requires it passed), then ABBA, quality, T
 Measuring and judging are apart: `measure_judged` returns the measurements of all four gates as
 plain JSON (digests, rates, scores and times; never prompts or outputs), `judge_measured` applies
 the lane's thresholds and the waivers to them. A release flow keeps the measurements as evidence
-keyed by what was measured (flows/evidence.py), so a rerun of the same bytes judges the same
+keyed by what was measured (flows/judged_evidence.py), so a rerun of the same bytes judges the same
 values again: a waiver naming a measured value can then apply.
 """
 

@@ -51,7 +51,7 @@ _TYPES: dict[str, dict[str, tuple]] = {
 
 # The keys that decide what is measured (how many cases, prompts, tokens, repeats); the others are
 # thresholds a judge applies. Measurements kept as evidence are reused only under the same
-# measuring keys (flows/evidence.py), while thresholds are applied afresh on every judging.
+# measuring keys (flows/judged_evidence.py), while thresholds are applied afresh on every judging.
 MEASURING: dict[str, tuple[str, ...]] = {
     "abba": ("cases", "repeats"),
     "noninferiority": ("cases", "variants", "max_tokens", "concurrency"),

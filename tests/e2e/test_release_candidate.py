@@ -252,8 +252,11 @@ def gate_failed(prefect_api, engine_repo, tmp_path_factory):
     same engine commit) and an impossible min_ratio: the ABBA gate fails whatever the timing noise."""
     tmp = tmp_path_factory.mktemp("gate")
     config = write_config(tmp, engine_repo)
-    config.write_text(config.read_text() + "\n[lanes.gates]\nsize = \"cpu\"\n\n[lanes.gates.abba]\nmin_ratio = 1000.0\n"
-                      "\n[incumbent]\nref = \"HEAD\"\n")
+    # The tiny model's byte-level prompts: a context of 2,048 tokens holds the quality and determinism
+    # prompts, and the fresh 48-token ABBA case is the one the tiny model decodes text for.
+    config.write_text(config.read_text() + "\n[lanes.qualify]\nmax_context = 2048\n"
+                      "\n[lanes.gates]\nsize = \"cpu\"\n\n[lanes.gates.abba]\nmin_ratio = 1000.0\n"
+                      "cases = [\"fresh-64-decode-48\"]\n\n[incumbent]\nref = \"HEAD\"\n")
     flow = FlowProcess(prefect_api, config, f"e2e-gate-{os.getpid()}", tmp / "gate.log")
     code = flow.wait(1800)
     return {"tmp": tmp, "config": config, "code": code, "log": flow.log.read_text()}
@@ -274,7 +277,7 @@ def test_a_judged_gate_that_fails_stops_the_run_naming_gate_case_and_ratio(gate_
     assert sorted(p.parent.name for p in staged) == ["verdict-abba", "verdict-determinism", "verdict-latency",
                                                      "verdict-noninferiority"]
     # The measurements are kept as evidence, keyed by the wheels, the lane and the gate sizes.
-    assert len(list((tmp_path / "state" / "evidence").iterdir())) == 1
+    assert len(list((tmp_path / "state" / "judged-evidence").iterdir())) == 1
 
 
 def _grantor(tmp: Path, config: Path) -> Path:
@@ -310,7 +313,7 @@ def test_an_exact_waiver_publishes_the_failed_gate_disclosed_and_acknowledged(pr
     (candidate,) = (tmp / "state" / "work").glob("run-*/release/candidate.json")
     exact = _waive(tmp, key, candidate, "weighted", measured, "abba-weighted")
     wrong_value = _waive(tmp, key, candidate, "weighted", f"{float(measured) + 0.0001:.4f}", "abba-weighted-other")
-    wrong_case = _waive(tmp, key, candidate, "fresh-64-decode-24", measured, "abba-fresh")
+    wrong_case = _waive(tmp, key, candidate, "fresh-64-decode-48", measured, "abba-fresh")
     name = f"e2e-waived-{os.getpid()}"
     code = ("from flows.release_candidate import release_candidate as f\n"
             f"f.with_options(flow_run_name={name!r})(config={str(config)!r}, "

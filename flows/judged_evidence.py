@@ -7,7 +7,7 @@ Prefect's own task caching holds them: `measure_judged_gates` is a task whose ca
 lane (its table without the gate thresholds: host, kind, model, engine settings), the measuring
 settings of the gates (sizes, cases, tokens, repeats; not thresholds), the corpora's sha256 and
 the measuring code's sha256; its result (plain JSON: digests, rates, scores, times, never
-prompts or outputs) persists under `<state>/evidence/<key>`. A Prefect result fits: the data is
+prompts or outputs) persists under `<state>/judged-evidence/<key>`. A Prefect result fits: the data is
 one JSON document per key, Prefect writes it atomically with its cache metadata and looks it up
 by key in any later run, and a failed measurement (a window that did not restore the host) is
 never cached because the task fails. Delete the file (or run with PREFECT_TASKS_REFRESH_CACHE=
@@ -35,8 +35,9 @@ from gates.judged.settings import measuring, resolve
 from releases.canonical import digest, file_sha256
 
 
-def evidence_dir(cfg: Config) -> Path:
-    return cfg.state_dir / "evidence"
+def judged_evidence_dir(cfg: Config) -> Path:
+    # Not <state>/evidence/: that holds lane evidence imported from GPU hosts (flows/lane_evidence.py).
+    return cfg.state_dir / "judged-evidence"
 
 
 def evidence_key(cfg: Config, lane: Lane, wheel: Path, incumbent: Incumbent) -> str:
@@ -79,5 +80,5 @@ def measure(cfg: Config, ws: Workspace, lane: Lane, version: str, wheel: Path,
     """The lane's judged-gate evidence, measured now or reused; (evidence, reused)."""
     key = evidence_key(cfg, lane, wheel, incumbent)
     # A path is Prefect's local result storage (a LocalFileSystem over it) and needs no saved block.
-    evidence = measure_judged_gates.with_options(result_storage=evidence_dir(cfg))(cfg, ws, lane, version, wheel, incumbent, key)
+    evidence = measure_judged_gates.with_options(result_storage=judged_evidence_dir(cfg))(cfg, ws, lane, version, wheel, incumbent, key)
     return evidence, evidence["measured_in_run"] != str(flow_run.get_id() or "local")

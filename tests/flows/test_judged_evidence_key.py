@@ -1,11 +1,11 @@
-"""The key of a lane's kept judged-gate measurements (flows/evidence.py): the same exactly when the
+"""The key of a lane's kept judged-gate measurements (flows/judged_evidence.py): the same exactly when the
 same bytes would be measured the same way on the same lane; thresholds are not part of it."""
 
 from pathlib import Path
 
 from builders.incumbent import Incumbent
 from flows.config import load_config
-from flows.evidence import evidence_dir, evidence_key
+from flows.judged_evidence import evidence_key, judged_evidence_dir
 
 INCUMBENT = Incumbent({"version": "0.1.0", "wheel_sha256": "e" * 64, "source_commit": "f" * 40, "origin": "ref"},
                       Path("incumbent.whl"))
@@ -40,4 +40,4 @@ def test_the_key_names_wheels_lane_and_sizes_not_thresholds(tmp_path):
 
 def test_evidence_lives_under_the_state_directory(tmp_path):
     cfg = _config(tmp_path)
-    assert evidence_dir(cfg) == cfg.state_dir / "evidence"
+    assert judged_evidence_dir(cfg) == cfg.state_dir / "judged-evidence"
