@@ -7,9 +7,9 @@ Prefect's own task caching holds them: `measure_judged_gates` is a task whose ca
 lane (its table without the gate thresholds: host, kind, model, engine settings), the measuring
 settings of the gates (sizes, cases, tokens, repeats; not thresholds), the corpora's sha256 and
 the measuring code's sha256; its result (plain JSON: digests, rates, scores, times, never
-prompts or outputs) persists under `<state>/judged-evidence/<key>`. A Prefect result fits: the data is
-one JSON document per key, Prefect writes it atomically with its cache metadata and looks it up
-by key in any later run, and a failed measurement (a window that did not restore the host) is
+prompts or outputs) persists under `<state>/judged-evidence/<key>`. A Prefect result fits: the
+data is one JSON document per key, Prefect writes it with its cache metadata and looks it up by
+key in any later run, and a failed measurement (a window that did not restore the host) is
 never cached because the task fails. Delete the file (or run with PREFECT_TASKS_REFRESH_CACHE=
 true) to measure again.
 """
@@ -20,6 +20,7 @@ from pathlib import Path
 
 from prefect import get_run_logger, task
 from prefect.runtime import flow_run
+from prefect.transactions import CommitMode, transaction
 
 from builders.incumbent import Incumbent
 from flows.config import Config, Lane
@@ -80,5 +81,10 @@ def measure(cfg: Config, ws: Workspace, lane: Lane, version: str, wheel: Path,
     """The lane's judged-gate evidence, measured now or reused; (evidence, reused)."""
     key = evidence_key(cfg, lane, wheel, incumbent)
     # A path is Prefect's local result storage (a LocalFileSystem over it) and needs no saved block.
-    evidence = measure_judged_gates.with_options(result_storage=judged_evidence_dir(cfg))(cfg, ws, lane, version, wheel, incumbent, key)
+    task = measure_judged_gates.with_options(result_storage=judged_evidence_dir(cfg))
+    # The judging task that calls this fails when a gate blocks, and Prefect would roll a nested
+    # task's result back with it; the measurements are evidence whatever the verdict, so their
+    # transaction commits eagerly (a failed measuring task still writes nothing).
+    with transaction(commit_mode=CommitMode.EAGER):
+        evidence = task(cfg, ws, lane, version, wheel, incumbent, key)
     return evidence, evidence["measured_in_run"] != str(flow_run.get_id() or "local")

@@ -76,7 +76,8 @@ def measure_lane(host, spec: LaneSpec, version: str, wheel: Path, incumbent_whee
     window.open()
     try:
         candidate, incumbent = (_served(runtimes[r], r) for r in ("candidate", "incumbent"))
-        say(f"measuring {candidate.url} (candidate) against {incumbent.url} (incumbent {incumbent_identity['version']})")
+        say(f"measuring {candidate.url} (candidate) against {incumbent.url} "
+            f"(incumbent {incumbent_identity['version']})")
         evidence = measure_judged(candidate, incumbent, size=(lane_gates or {}).get("size", "cpu"),
                                   lane_gates=lane_gates,
                                   restart_candidate=_restarter(runtimes["candidate"], "candidate"),

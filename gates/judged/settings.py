@@ -62,7 +62,8 @@ MEASURING: dict[str, tuple[str, ...]] = {
 
 def measuring(settings: dict[str, Any]) -> dict[str, Any]:
     """The measuring keys of resolved settings ({"size", <gate>: {key: value}}), for evidence reuse."""
-    return {"size": settings["size"], **{gate: {k: settings[gate][k] for k in keys} for gate, keys in MEASURING.items()}}
+    return {"size": settings["size"],
+            **{gate: {k: settings[gate][k] for k in keys} for gate, keys in MEASURING.items()}}
 
 
 def defaults(size: str) -> dict[str, dict[str, Any]]:

@@ -336,7 +336,9 @@ def test_an_exact_waiver_publishes_the_failed_gate_disclosed_and_acknowledged(pr
     manifest = json.loads((release / "manifest.json").read_text())
     assert sorted(w["id"] for w in manifest["waivers"]) == sorted(ids)
     assert manifest["approval"]["approver"] == "local-operator"
-    predicate = lambda path: json.loads(base64.b64decode(json.loads((release / path).read_text())["payload"]))["predicate"]  # noqa: E731
+    def predicate(path: str) -> dict:
+        return json.loads(base64.b64decode(json.loads((release / path).read_text())["payload"]))["predicate"]
+
     assert predicate(manifest["approval"]["path"])["acknowledged_waivers"] == sorted(ids)
     abba = next(r for r in manifest["receipts"] if r["kind"] == "verdict-abba")
     verdict = predicate(abba["path"])
@@ -344,7 +346,8 @@ def test_an_exact_waiver_publishes_the_failed_gate_disclosed_and_acknowledged(pr
     assert f"{verdict['weighted_ratio']:.4f}" == measured
     applied = {w["id"]: w["applied"] for w in verdict["judged"]["waivers"]}
     assert applied == {"abba-weighted": True, "abba-weighted-other": False, "abba-fresh": False}
-    assert next(w for w in verdict["judged"]["waivers"] if w["applied"])["sha256"] == digest(json.loads(exact.read_text()))
+    applied_entry = next(w for w in verdict["judged"]["waivers"] if w["applied"])
+    assert applied_entry["sha256"] == digest(json.loads(exact.read_text()))
     notes = (release / "notes" / "RELEASE-NOTES.md").read_text()
     assert all(i in notes for i in ids)
     verify = subprocess.run([ASSAY, "verify", "--require-ready", "--json", "--key",
