@@ -236,3 +236,24 @@ def test_waived_reproducibility_with_bound_waiver_is_ready(ready_release):
     _resign_receipt(ready_release, rel, "reproducibility", lambda p: p.update(verdict="waived", waived=["zip-mtime"]))
     report = verify_release(ready_release.root, require_ready=True)
     assert report.ok, report.failures
+
+
+def _resubject(rel_obj, rel: str, kind: str, change) -> None:
+    env = load_json_bytes((rel_obj.root / rel).read_bytes())
+    stmt, pred = open_receipt(env, rel_obj.public_key, kind)
+    subjects = copy.deepcopy(stmt["subject"])
+    change(subjects)
+    _rebind(rel_obj, rel, canonical_json(sign_receipt(kind, subjects, pred, rel_obj.private_key)))
+
+
+def test_a_subject_outside_the_artifacts_is_not_taken_for_the_artifact_of_its_file_name(ready_release):
+    """A judged verdict names the incumbent's wheel as `incumbent/<wheel>`; its file name may equal the
+    candidate wheel's, its digest does not: that is no mismatch. A bare name is the release's artifact."""
+    rel = ready_release.files["receipt-build-b"]
+    wheel = next(a["path"] for a in ready_release.manifest["artifacts"] if a["path"].endswith(".whl"))
+    name = wheel.rsplit("/", 1)[-1]
+    _resubject(ready_release, rel, "build", lambda s: s.append({"name": f"incumbent/{name}", "digest": {"sha256": "e" * 64}}))
+    assert verify_release(ready_release.root, require_ready=True).ok
+    _resubject(ready_release, rel, "build", lambda s: s.append({"name": name, "digest": {"sha256": "e" * 64}}))
+    report = verify_release(ready_release.root, require_ready=True)
+    assert [f.file for f in report.failures] == [rel] and "digest differs from the artifact" in report.failures[0].message
