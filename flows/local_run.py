@@ -47,7 +47,8 @@ def _ensure_services(state: Path, root: Path) -> tuple[str, dict[str, str], list
         port = int(os.environ.get("ASSAY_PREFECT_PORT", "4200"))
         if not port_is_free(port):
             port = free_port()
-        console.print(f"Starting the Prefect server on 127.0.0.1:{port} (SQLite under {home.relative_to(root)}/) ...")
+        shown = home.relative_to(root) if home.is_relative_to(root) else home  # a CONFIG may keep its state elsewhere
+        console.print(f"Starting the Prefect server on 127.0.0.1:{port} (SQLite under {shown}/) ...")
         server, _ = start_server(home, run_dir, port, logs / "prefect-server.log")
         api_url = server.url
     env = prefect_env(home, api_url)
