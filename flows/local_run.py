@@ -231,7 +231,7 @@ def _report_published(cfg, run_id: str) -> int:
         key = key.relative_to(cfg.root)
     verify = [str(Path(sys.executable).with_name("assay")), "verify", "--require-ready", "--key", str(key), str(path)]
     console.print(f"  $ assay verify --require-ready --key {key} {path}")
-    result = subprocess.run(verify, timeout=300)
+    result = subprocess.run(verify, timeout=300, cwd=cfg.root)  # the paths shown are relative to the config's root
     console.print(f"\nThe Prefect server stays up for you at {_ui_root(cfg)}; `make stop` ends it.")
     return result.returncode
 
