@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from flows.config import ConfigError, load_config
@@ -10,8 +12,11 @@ from flows.config import ConfigError, load_config
 def test_embedded_defaults_load_with_the_documented_values():
     cfg = load_config()
     assert cfg.release_name == "local"
-    assert [lane.name for lane in cfg.lanes] == ["cpu-smoke", "cpu-reference"]
+    assert [lane.name for lane in cfg.lanes] == ["cpu-smoke", "cpu-reference", "gpu-h200"]
     assert cfg.lanes[1].model.endswith(".assay/models/smollm2-135m-instruct")
+    gpu = cfg.lanes[2]
+    assert (gpu.kind, gpu.optional, gpu.gates["size"]) == ("gpu", False, "full")
+    assert Path(gpu.evidence).name == "gpu-h200" and (Path(gpu.evidence) / "receipts").is_dir()
     assert cfg.store["kind"] == "filesystem" and cfg.store["path"].endswith(".assay/store")
     assert cfg.approvers == ["local-operator"]
     assert (cfg.source / "engine" / "pyproject.toml").exists()
