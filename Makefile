@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 
 export ASSAY_ROOT := $(CURDIR)
 
-.PHONY: run test stop install model docker clean
+.PHONY: run test stop install model docker tools clean
 
 $(STAMP): pyproject.toml engine/pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -32,13 +32,17 @@ docker:
 # CONFIG=path/to/assay.toml runs the main job on that config instead of the embedded defaults.
 CONFIG_ARG = $(if $(CONFIG),--config $(abspath $(CONFIG)))
 
-run: install model
+# libfaketime for the build variations' clock offset (scripts/build_tools.sh; apt when missing).
+tools:
+	@bash scripts/build_tools.sh
+
+run: install model tools
 	$(PY) -m flows.local_run start $(CONFIG_ARG)
 
 stop:
 	@if [ -x $(PY) ]; then $(PY) -m flows.local_run stop $(CONFIG_ARG); else echo "nothing to stop"; fi
 
-test: install model docker
+test: install model docker tools
 	$(PY) -m pytest
 
 clean: stop

@@ -9,6 +9,7 @@ does not verify is refused (the run fails), never taken for pending."""
 
 from __future__ import annotations
 
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -61,15 +62,23 @@ def pending_reason(evidence: Evidence, wheel: Path) -> str:
             "bytes and import the result (docs/LANES.md, Lane evidence)")
 
 
-def candidate_wheel_sha256(cfg: Config, ref: str, progress=None) -> tuple[str, str]:
-    """(wheel name, sha256) of REF's candidate, built once here with the release recipe in a
-    temporary folder: the bytes the release run would build (it proves them identical twice)."""
+def build_candidate_wheel(cfg: Config, ref: str, dest: str | Path, progress=None) -> tuple[dict, Path]:
+    """(candidate record, wheel path in DEST) of REF, built once here with the release recipe: the
+    bytes the release run would build (it proves them identical twice)."""
     candidate = snapshot.freeze(cfg.source, ref=ref, subdir=cfg.subdir, version_label=cfg.version_label)
-    with tempfile.TemporaryDirectory(prefix="assay-lanes-import-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="assay-candidate-wheel-") as tmp:
         source = snapshot.export_source(cfg.source, candidate, Path(tmp) / "source")
         result = recipe.build(LocalHost("local"), candidate, source, "a", str(Path(tmp) / "build"),
                               python=cfg.build_pythons[0], timeout=cfg.build_timeout_s, progress=progress)
         wheel = next(p for p in result.artifacts if p.suffix == ".whl")
+        Path(dest).mkdir(parents=True, exist_ok=True)
+        return candidate, Path(shutil.copy2(wheel, Path(dest) / wheel.name))
+
+
+def candidate_wheel_sha256(cfg: Config, ref: str, progress=None) -> tuple[str, str]:
+    """(wheel name, sha256) of REF's candidate wheel (build_candidate_wheel)."""
+    with tempfile.TemporaryDirectory(prefix="assay-lanes-import-") as tmp:
+        _, wheel = build_candidate_wheel(cfg, ref, tmp, progress)
         return wheel.name, file_sha256(wheel)
 
 

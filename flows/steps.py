@@ -131,21 +131,31 @@ def _lost_host(task, task_run, state) -> bool:
     return isinstance(state.result(raise_on_failure=False), HostLost)
 
 
+def _local_key(cfg: Config):
+    """A lane run in the release run signs as the pipeline, with its local key."""
+    return keys.load_private_key(keys.ensure_local_key(cfg.keys_dir)[0])
+
+
+def _stage_signed(cfg: Config, ws: Workspace, receipts, key) -> None:
+    """Stage receipts a lane signed with `key`, each as it is."""
+    staged = stager(cfg, ws)
+    for kind, label, path in receipts:
+        staged.add_signed_receipt(kind, load_json_bytes(path.read_bytes(), where=path.name), label,
+                                  signer=key.public_key())
+
+
 @task(name="qualify lane", **PERSISTED, retries=1, retry_condition_fn=_lost_host)
 def qualify_lane(cfg: Config, ws: Workspace, candidate: dict, lane: Lane, wheel: Path, stage: bool = True) -> dict:
     """Run the lane's phase chain in one window on its host (its GPU slot held); stage every phase
     receipt and the lane receipt that binds them."""
     log = get_run_logger()
     host = host_for(cfg, lane.host)
-    local_key = keys.load_private_key(keys.ensure_local_key(cfg.keys_dir)[0])  # a local lane signs as the pipeline
+    local_key = _local_key(cfg)
     with gpu_slot(lane.gpu, lane.host):
         result = qualify(host, cfg.lane_spec(lane.name), candidate, wheel, ws.lane(lane.name), key=local_key,
                          resume=task_run.run_count > 1 or ws.lane_interrupted(lane.name), progress=lambda line: log.info("lane %s: %s", lane.name, line))
     if stage:
-        staged = stager(cfg, ws)
-        for kind, label, path in result.receipts:
-            staged.add_signed_receipt(kind, load_json_bytes(path.read_bytes(), where=path.name), label,
-                                      signer=local_key.public_key())
+        _stage_signed(cfg, ws, result.receipts, local_key)
     create_table_artifact(key=f"lane-{_artifact_key(lane.name)}", table=summaries.lane_table(result.record),
                           description=f"Lane {lane.name}: {result.verdict}")
     if result.verdict != "pass":
@@ -188,15 +198,12 @@ def judge_lane(cfg: Config, ws: Workspace, candidate: dict, lane: Lane, wheel: P
     if reused:
         say(f"judging the measurements kept as evidence {measured['evidence_sha256'][:16]} (measured in run "
             f"{measured['measured_in_run']}, same wheels, lane and gate sizes)")
-    local_key = keys.load_private_key(keys.ensure_local_key(cfg.keys_dir)[0])  # a local lane signs as the pipeline
+    local_key = _local_key(cfg)
     result = judged_lane.judge_evidence(measured, lane.name, candidate_ref(candidate), wheel, inc.wheel, inc.identity,
                                         ws.lane(lane.name) / "judged", key=local_key, lane_gates=lane.gates,
                                         waivers=[w for w in waivers if w.get("scope") == "gate"])
     if stage:
-        staged = stager(cfg, ws)
-        for kind, label, path in result.receipts:
-            staged.add_signed_receipt(kind, load_json_bytes(path.read_bytes(), where=path.name), label,
-                                      signer=local_key.public_key())
+        _stage_signed(cfg, ws, result.receipts, local_key)
     create_table_artifact(key=f"judged-{_artifact_key(lane.name)}", table=summaries.verdicts_table(result.verdicts),
                           description=f"Judged gates on {lane.name} against incumbent {inc.identity['version']}")
     if result.blocking:

@@ -19,18 +19,15 @@ import argparse
 import json
 import shutil
 import sys
-import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from builders.incumbent import resolve_incumbent  # noqa: E402
-from builders.recipe import build  # noqa: E402
-from builders.snapshot import export_source, freeze  # noqa: E402
 from flows.config import load_config  # noqa: E402
+from flows.lane_evidence import build_candidate_wheel  # noqa: E402
 from flows.stores import open_store  # noqa: E402
-from hosts.local import LocalHost  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -45,15 +42,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"lane_bundle: {out} exists; give a new directory", file=sys.stderr)
         return 2
     cfg = load_config(args.config)
-    candidate = freeze(cfg.source, ref=args.ref, subdir=cfg.subdir, version_label=cfg.version_label)
     say = lambda text: print(text, file=sys.stderr, flush=True)  # noqa: E731
-    say(f"candidate {candidate['release_version']} (commit {candidate['commit'][:12]}, tree {candidate['tree'][:12]})")
     out.mkdir(parents=True)
-    with tempfile.TemporaryDirectory(prefix="lane-bundle-") as tmp:
-        source = export_source(cfg.source, candidate, Path(tmp) / "src")
-        result = build(LocalHost(), candidate, source, "lane", str(Path(tmp) / "build"))
-        wheel = next(p for p in result.artifacts if p.suffix == ".whl")
-        shutil.copy2(wheel, out / wheel.name)
+    candidate, wheel = build_candidate_wheel(cfg, args.ref, out)
+    say(f"candidate {candidate['release_version']} (commit {candidate['commit'][:12]}, tree {candidate['tree'][:12]})")
     (out / "candidate.json").write_text(json.dumps(candidate, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     incumbent = resolve_incumbent(cfg.incumbent, repo_dir=cfg.source, state_dir=cfg.state_dir,
                                   store=open_store(cfg) if args.from_store else None, subdir=cfg.subdir, progress=say)

@@ -9,7 +9,9 @@ decoding would otherwise stop whenever an end token happens to win, and the benc
 full completion length. A finished directory is recognised by its record and reused.
 
 This is a lane fixture, not engine code: it writes the files any engine that reads the
-transformers layout can load."""
+transformers layout can load. Its weight layout follows engine/model/tiny.py's, written again here
+on purpose: gates reach an engine only through its HTTP API and CLI, so a lane cannot import the
+candidate's own model code to make the model it judges that candidate with."""
 
 import json
 import os
