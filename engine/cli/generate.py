@@ -60,7 +60,7 @@ def main(args: argparse.Namespace) -> int:
     except (EngineError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    text = llm.tokenizer.decode(res.token_ids)
+    text = llm.tokenizer.decode_text(res.token_ids)
     if args.json:
         s = res.stats
         out = {"token_ids": res.token_ids, "text": text, "finish_reason": res.finish_reason,
