@@ -33,9 +33,10 @@ class Workspace:
         return self.root / "builds"
 
     def build_root(self, hosts: list[str]) -> str:
-        """Where both builds happen: under the workspace when every build host is this machine,
-        else a per-run folder in the remote hosts' /tmp (the same path on each)."""
-        if all(h == "local" for h in hosts):
+        """Where both builds happen: under the workspace when every build host is this machine or
+        a build-host container started for the run (fresh: the path is free there too), else a
+        per-run folder in the remote hosts' /tmp (the same path on each)."""
+        if all(h in ("local", "container") for h in hosts):
             return str(self.builds)
         return f"/tmp/assay-builds/{self.root.name}"
 
