@@ -26,8 +26,8 @@ class Reproduction:
     record: dict
 
     def summary(self) -> dict:
-        """What `assay reproduce --json` prints."""
-        return result_json(self.record)
+        """What `assay reproduce --json` prints, with where each build ran (its receipt's placement)."""
+        return {**result_json(self.record), "hosts": {b.label: _placement_of(b) for b in self.builds}}
 
 
 @dataclass
@@ -100,6 +100,11 @@ def result_json(record: dict) -> dict:
     return {"identical": record["difference_count"] == 0, "verdict": record["verdict"],
             "differences": bis["differences"], "trials": bis["trials"], "variations": record["variations"],
             "evidence": record.get("evidence", [])}
+
+
+def _placement_of(build: recipe.BuildResult) -> dict:
+    varied = build.record["buildDefinition"]["internalParameters"]["varied"]
+    return varied.get("placement") or {"kind": "given", "host": varied["host"]}
 
 
 def _variations_of(build: recipe.BuildResult) -> dict:

@@ -80,6 +80,11 @@ def _show(summary: dict, root: Path) -> None:
     for name, v in summary["variations"].items():
         table.add_row(Text(name), Text(v["a"]), Text(v["b"]), Text("yes" if v["varied"] else f"no: {v.get('not_varied', '')}"))
     console.print(table)
+    for label, where in summary["hosts"].items():
+        line = f"build {label}: on {where['kind']} host {where['host']!r}"
+        if where.get("fallback"):
+            line += f" (no container: {where['fallback']})"
+        console.print(Text(line))
     if summary["identical"]:
         console.print(Text("identical: every artifact is the same byte for byte"))
         return
