@@ -11,6 +11,7 @@ from __future__ import annotations
 import sys
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable, Iterator
 
 from builders import variations
@@ -38,7 +39,7 @@ def opened(cfg: Config, log: Callable[[str], None] = print) -> Iterator[BuildHos
         for i, name in enumerate(cfg.build_hosts):
             python = cfg.build_pythons[i]
             if name == CONTAINER:
-                host, placement = _container(stack, i, python, log)
+                host, placement = _container(stack, i, python, cfg.state_dir / "testbed", log)
                 python = python or sys.executable  # the same interpreter, mounted at the same path
             else:
                 host = host_for(cfg, name)
@@ -50,7 +51,7 @@ def opened(cfg: Config, log: Callable[[str], None] = print) -> Iterator[BuildHos
         yield BuildHosts(tuple(hosts), tuple(pythons), tuple(placements))
 
 
-def _container(stack: ExitStack, index: int, python: str | None, log) -> tuple[Host, dict]:
+def _container(stack: ExitStack, index: int, python: str | None, cache: Path, log) -> tuple[Host, dict]:
     from hosts import build_container
 
     why = build_container.docker_unavailable()
@@ -60,7 +61,7 @@ def _container(stack: ExitStack, index: int, python: str | None, log) -> tuple[H
     side = "b" if index else "a"
     hostname = variations.HOSTNAMES[side]
     host = stack.enter_context(build_container.build_container(CONTAINER, hostname, python=python or sys.executable,
-                                                               log=log))
+                                                               cache=cache, log=log))
     return host, {"kind": "container", "host": CONTAINER, "hostname": hostname,
                   "image": "the root filesystem image of hosts/rootfs_image.py; no network; "
                            "the build toolchain mounted read-only"}

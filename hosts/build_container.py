@@ -23,7 +23,7 @@ from typing import Iterator
 
 from hosts.docker_host import EPHEMERAL_LABEL, DockerHost
 from hosts.errors import HostError
-from hosts.rootfs_image import ensure_image
+from hosts.rootfs_image import CACHE_DIR, ensure_image
 
 # Tools the build variations call on the build host, found on this machine's PATH.
 VARIATION_TOOLS = ("faketime", "disorderfs", "fusermount")
@@ -88,12 +88,14 @@ def _extra_libs(binary: str) -> set[str]:
     return {lib for lib in libs if Path(lib).exists()}
 
 
-def start(name: str, hostname: str, *, python: str = sys.executable, client=None, log=print) -> DockerHost:
-    """A fresh build-host container named for NAME with HOSTNAME; close() removes it."""
+def start(name: str, hostname: str, *, python: str = sys.executable, cache: Path | None = None, client=None,
+          log=print) -> DockerHost:
+    """A fresh build-host container named for NAME with HOSTNAME; close() removes it. CACHE is where
+    the root filesystem is made the first time (default: rootfs_image.CACHE_DIR)."""
     import docker
 
     client = client or docker.from_env(timeout=120)
-    image = ensure_image(client, log=log)
+    image = ensure_image(client, cache or CACHE_DIR, log=log)
     mounts = toolchain_mounts(python)
     devices = ["/dev/fuse:/dev/fuse:rwm"] if Path("/dev/fuse").exists() else []
     try:
@@ -118,9 +120,10 @@ def start(name: str, hostname: str, *, python: str = sys.executable, client=None
 
 
 @contextmanager
-def build_container(name: str, hostname: str, *, python: str = sys.executable, log=print) -> Iterator[DockerHost]:
+def build_container(name: str, hostname: str, *, python: str = sys.executable, cache: Path | None = None,
+                    log=print) -> Iterator[DockerHost]:
     """start(), and the container removed afterwards whatever happened."""
-    host = start(name, hostname, python=python, log=log)
+    host = start(name, hostname, python=python, cache=cache, log=log)
     try:
         yield host
     finally:
