@@ -36,7 +36,7 @@ CONFIG_ARG = $(if $(CONFIG),--config $(abspath $(CONFIG)))
 tools:
 	@bash scripts/build_tools.sh
 
-run: install model tools
+run: install model docker tools
 	$(PY) -m flows.local_run start $(CONFIG_ARG)
 
 # The reference model served on the CPU behind an API key whose path is printed (PORT=8000).

@@ -12,6 +12,7 @@ import json
 import os
 import posixpath
 import sys
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -65,7 +66,7 @@ def build(host: Host, candidate: dict, source_dir_local: str | Path, label: str,
           python: str | None = None, path: str | None = None, workroot: str | None = None,
           local_dir: str | Path | None = None, timeout: float = BUILD_TIMEOUT_S,
           progress: Progress | None = None, source_uri: str | None = None,
-          plan: variations.Plan | None = None) -> BuildResult:
+          plan: variations.Plan | None = None, placement: dict | None = None) -> BuildResult:
     """Build wheel + sdist of the exported source on HOST under WORKDIR (which must not exist).
 
     PLAN: the side of every variation (builders.variations; default: LABEL's side); the host is
@@ -74,6 +75,7 @@ def build(host: Host, candidate: dict, source_dir_local: str | Path, label: str,
     PYTHON is the interpreter on the host (default on a LocalHost: this process's own).
     Artifacts are fetched into LOCAL_DIR (default: WORKDIR/fetched, for a LocalHost).
     SOURCE_URI names the repository in the provenance (builders.provenance.repository_uri).
+    PLACEMENT says what kind of host built it (a container, this machine, and why), for the record.
     """
     local = isinstance(host, LocalHost)
     if python is None and not local:
@@ -99,8 +101,9 @@ def build(host: Host, candidate: dict, source_dir_local: str | Path, label: str,
     argv = [python, "-m", "build", "--no-isolation", "--wheel", "--sdist",
             "--outdir", benv.out_dir, benv.src_dir]
     sink = (lambda stream, text: progress(label, stream, text)) if progress else None
-    result = host.run(benv.wrap(argv), env=benv.env, replace_env=True, cwd=benv.build_dir,
-                      timeout=timeout, on_output=sink)
+    with _fs_order(host, benv, label):
+        result = host.run(benv.wrap(argv), env=benv.env, replace_env=True, cwd=benv.build_dir,
+                          timeout=timeout, on_output=sink)
     log = result.stdout + result.stderr
     if result.exit_code != 0:
         raise BuildFailed(label, f"python -m build exited {result.exit_code}", log[-TAIL:])
@@ -118,7 +121,8 @@ def build(host: Host, candidate: dict, source_dir_local: str | Path, label: str,
     ]
     record = build_record(candidate=candidate, ref=as_ref(candidate), label=label,
                           host_name=host.name, environment=environment,
-                          varied=benv.record_varied, started=result.started_at,
+                          varied={**benv.record_varied, **({"placement": placement} if placement else {})},
+                          started=result.started_at,
                           finished=result.ended_at, byproducts=byproducts, source_uri=source_uri)
     return BuildResult(label=label, record=record, artifacts=artifacts, subjects=subjects, log=log)
 
@@ -127,8 +131,8 @@ def build_twice(host_a: Host, host_b: Host, candidate: dict, source_dir: str | P
                 workroot: str, *, local_dir: str | Path | None = None,
                 python_a: str | None = None, python_b: str | None = None,
                 timeout: float = BUILD_TIMEOUT_S, progress: Progress | None = None,
-                source_uri: str | None = None,
-                enabled: tuple[str, ...] = variations.NAMES) -> tuple[BuildResult, BuildResult]:
+                source_uri: str | None = None, enabled: tuple[str, ...] = variations.NAMES,
+                placements: tuple[dict | None, dict | None] = (None, None)) -> tuple[BuildResult, BuildResult]:
     """Build a and b one after the other, b with every ENABLED variation (builders.variations).
 
     WORKROOT is the path used on the hosts; artifacts come back into LOCAL_DIR/{a,b}
@@ -137,14 +141,31 @@ def build_twice(host_a: Host, host_b: Host, candidate: dict, source_dir: str | P
     fetched = Path(local_dir) if local_dir is not None else Path(workroot) / "artifacts"
     a = build(host_a, candidate, source_dir, "a", build_dir(workroot, "a"), python=python_a, workroot=workroot,
               local_dir=fetched / "a", timeout=timeout, progress=progress, source_uri=source_uri,
-              plan=variations.plan_for("a"))
+              plan=variations.plan_for("a"), placement=placements[0])
     plan_b = variations.plan_for("b", enabled)
     dir_b = build_dir(workroot, plan_b["build_path"])
     if host_b.exists(dir_b):  # build_path not varied: b reuses a's path, a's artifacts are fetched
         host_b.remove(dir_b)
     b = build(host_b, candidate, source_dir, "b", dir_b, python=python_b, workroot=workroot,
-              local_dir=fetched / "b", timeout=timeout, progress=progress, source_uri=source_uri, plan=plan_b)
+              local_dir=fetched / "b", timeout=timeout, progress=progress, source_uri=source_uri, plan=plan_b,
+              placement=placements[1])
     return a, b
+
+
+@contextmanager
+def _fs_order(host: Host, benv: BuildEnv, label: str):
+    """The source read through disorderfs while the build runs, when the plan varies fs_order; the
+    mount is undone whatever happens, so that the build directory can be removed."""
+    if benv.plan.get("fs_order") != "b" or "fs_order" in benv.missing:
+        yield
+        return
+    mounted = host.run(variations.fs_order_mount(benv.src_dir), timeout=QUERY_TIMEOUT_S)
+    if mounted.exit_code != 0:
+        raise BuildFailed(label, f"disorderfs over the source exited {mounted.exit_code}", mounted.stderr[-TAIL:])
+    try:
+        yield
+    finally:
+        host.run(variations.fs_order_unmount(benv.src_dir), timeout=QUERY_TIMEOUT_S).check()
 
 
 def build_dir(workroot: str, side: str) -> str:

@@ -26,8 +26,8 @@ class Reproduction:
     record: dict
 
     def summary(self) -> dict:
-        """What `assay reproduce --json` prints."""
-        return result_json(self.record)
+        """What `assay reproduce --json` prints, with where each build ran (its receipt's placement)."""
+        return {**result_json(self.record), "hosts": {b.label: _placement_of(b) for b in self.builds}}
 
 
 @dataclass
@@ -65,12 +65,13 @@ def reproduce(host_a: Host, host_b: Host, candidate: dict, source_dir: str | Pat
               local_dir: str | Path, enabled: tuple[str, ...] = variations.NAMES, waivers: Iterable[dict] = (),
               python_a: str | None = None, python_b: str | None = None, timeout: float = recipe.BUILD_TIMEOUT_S,
               progress: recipe.Progress | None = None, say: Callable[[str], None] | None = None,
-              source_uri: str | None = None) -> Reproduction:
+              source_uri: str | None = None,
+              placements: tuple[dict | None, dict | None] = (None, None)) -> Reproduction:
     """Build a and b (b with the ENABLED variations), compare, and explain every difference."""
     local = Path(local_dir)
     builds = recipe.build_twice(host_a, host_b, candidate, source_dir, workroot, local_dir=local / "artifacts",
                                 python_a=python_a, python_b=python_b, timeout=timeout, progress=progress,
-                                source_uri=source_uri, enabled=enabled)
+                                source_uri=source_uri, enabled=enabled, placements=placements)
     record = compare(builds[0].artifacts[0].parent, builds[1].artifacts[0].parent, candidate, waivers=waivers)
     rebuild = Rebuild(host_a, host_b, candidate, Path(source_dir), workroot, local, python_a, python_b, timeout,
                       progress)
@@ -99,6 +100,11 @@ def result_json(record: dict) -> dict:
     return {"identical": record["difference_count"] == 0, "verdict": record["verdict"],
             "differences": bis["differences"], "trials": bis["trials"], "variations": record["variations"],
             "evidence": record.get("evidence", [])}
+
+
+def _placement_of(build: recipe.BuildResult) -> dict:
+    varied = build.record["buildDefinition"]["internalParameters"]["varied"]
+    return varied.get("placement") or {"kind": "given", "host": varied["host"]}
 
 
 def _variations_of(build: recipe.BuildResult) -> dict:
