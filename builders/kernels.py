@@ -25,9 +25,15 @@ from builders.errors import BuilderError
 
 SUFFIX = "-kernels.tar"
 
+# The wheel's members keep the wheel's own timestamps (from SOURCE_DATE_EPOCH): with line info on,
+# the compiler records each source file's mtime, and the time of unpacking would make it differ.
 _UNPACK_PY = """\
-import sys, zipfile
-zipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2])
+import calendar, os, sys, zipfile
+with zipfile.ZipFile(sys.argv[1]) as zf:
+    for info in zf.infolist():
+        path = zf.extract(info, sys.argv[2])
+        t = calendar.timegm(info.date_time + (0, 0, -1))
+        os.utime(path, (t, t))
 """
 
 

@@ -119,7 +119,8 @@ def package_release(cfg: Config, ws: Workspace, candidate: dict, builds) -> None
     """Stage build a's artifacts, both SBOMs of the wheel and SHA256SUMS."""
     staged = stager(cfg, ws)
     entries = [staged.add_artifact(p, kernels.artifact_kind(p.name)) for p in builds[0].artifacts]
-    for fmt, path in sbom.write_sboms(wheel_of(builds[0]), candidate, ws.root / "sbom").items():
+    kernels_tar = next((p for p in builds[0].artifacts if p.name.endswith(kernels.SUFFIX)), None)
+    for fmt, path in sbom.write_sboms(wheel_of(builds[0]), candidate, ws.root / "sbom", kernels=kernels_tar).items():
         entries.append(staged.add_sbom(path, fmt))
     staged.write_sums()
     create_table_artifact(key="artifacts", table=summaries.assets_table(entries), description="Release assets")
