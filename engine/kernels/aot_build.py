@@ -25,6 +25,7 @@ import os
 import sys
 import tarfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 INDEX = "index.json"
@@ -62,15 +63,18 @@ def compile_entries(archs) -> list[dict]:
     from engine.kernels.aot_registry import launches
 
     todo = launches()
+    jobs = [(launch, arch) for arch in archs for launch in todo]
+    # Triton compiles in threads itself (its async compile mode); ptxas and the MLIR passes run
+    # outside the GIL. Order does not matter: entries are keyed and sorted.
+    with ThreadPoolExecutor(max_workers=max(1, min(8, os.cpu_count() or 1))) as pool:
+        results = list(pool.map(lambda job: compile_launch(*job), jobs))
     entries: dict[str, dict] = {}
-    for arch in archs:
-        for launch in todo:
-            kernel, key, options, signature, constexprs = compile_launch(launch, arch)
-            fn = launch.kernel
-            entries.setdefault(key, {
-                "kernel": kernel.name, "arch": f"sm_{arch}", "key": key,
-                "signature": signature, "constexprs": {fn.arg_names[p[0]]: repr(v) for p, v in constexprs.items()},
-                "num_warps": options.num_warps, "num_stages": options.num_stages})
+    for (launch, arch), (kernel, key, options, signature, constexprs) in zip(jobs, results):
+        fn = launch.kernel
+        entries.setdefault(key, {
+            "kernel": kernel.name, "arch": f"sm_{arch}", "key": key,
+            "signature": signature, "constexprs": {fn.arg_names[p[0]]: repr(v) for p, v in constexprs.items()},
+            "num_warps": options.num_warps, "num_stages": options.num_stages})
     return sorted(entries.values(), key=lambda e: (e["kernel"], e["arch"], e["key"]))
 
 

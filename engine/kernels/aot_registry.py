@@ -18,8 +18,10 @@ import torch
 
 ARCHS = (80, 86, 89, 90)           # compute capabilities: sm_80, sm_86, sm_89, sm_90
 PAGE = 16                          # engine.runtime.llm.LLM's default block_size
-KV_DTYPES = (torch.bfloat16, torch.int8)
-COMPUTE_DTYPE = torch.bfloat16     # dtype "auto" on CUDA
+# (compute dtype, KV cache dtype): dtype "auto" is the checkpoint's own (float32 for the tiny and
+# reference models), kv_dtype "auto" the compute dtype; int8 is the quantised cache.
+DTYPES = ((torch.float32, torch.float32), (torch.float32, torch.int8),
+          (torch.bfloat16, torch.bfloat16), (torch.bfloat16, torch.int8))
 # Block-table widths: the CUDA graphs' width is max_context / PAGE (512 at 8192 positions); eager
 # decode uses the batch's widest table. They span the divisibility classes of the table's and the
 # split buffers' strides (the number of splits follows the width).
@@ -66,25 +68,24 @@ def launches() -> list[Launch]:
     from engine.kernels.triton_decode import paged_decode_attention_triton
     from engine.kernels.triton_kv_write import rope_write_kv_triton, write_kv_triton
     with captured_launches() as caught:
-        for s in SHAPES:
+        for (dtype, kv_dtype), s in ((dt, s) for dt in DTYPES for s in SHAPES):
             h, kvh, d = s.num_heads, s.num_kv_heads, s.head_dim
             n = 2
-            qkv = torch.zeros((n, h + 2 * kvh, d), dtype=COMPUTE_DTYPE)
-            qk = torch.zeros((n, h + kvh, d), dtype=COMPUTE_DTYPE)        # rope over q and k heads at once
-            k_own = torch.zeros((n, kvh, d), dtype=COMPUTE_DTYPE)         # a q/k-normed model's rotated k
-            cos = torch.zeros((n, d), dtype=COMPUTE_DTYPE)
+            qkv = torch.zeros((n, h + 2 * kvh, d), dtype=dtype)
+            qk = torch.zeros((n, h + kvh, d), dtype=dtype)        # rope over q and k heads at once
+            k_own = torch.zeros((n, kvh, d), dtype=dtype)         # a q/k-normed model's rotated k
+            cos = torch.zeros((n, d), dtype=dtype)
             slots = torch.zeros((n,), dtype=torch.int64)
-            for kv_dtype in KV_DTYPES:
-                kc, vc, ks, vs = _cache(kvh, d, kv_dtype)
-                rope_write_kv_triton(qkv, h, kvh, cos, cos, kc, vc, ks, vs, slots)
-                v = qkv[:, h + kvh:]
-                for k in (qk[:, h:], k_own):                           # transformer.Attention's two paths
-                    write_kv_triton(k, v, kc, vc, ks, vs, slots)
-                for q in (torch.zeros((n, h, d), dtype=COMPUTE_DTYPE), qk[:, :h]):
-                    for width in TABLE_WIDTHS:
-                        tables = torch.zeros((n, width), dtype=torch.int32)
-                        lens = torch.ones((n,), dtype=torch.int32)
-                        paged_decode_attention_triton(q, kc, vc, ks, vs, tables, lens, d ** -0.5)
+            kc, vc, ks, vs = _cache(kvh, d, kv_dtype)
+            rope_write_kv_triton(qkv, h, kvh, cos, cos, kc, vc, ks, vs, slots)
+            v = qkv[:, h + kvh:]
+            for k in (qk[:, h:], k_own):                           # transformer.Attention's two paths
+                write_kv_triton(k, v, kc, vc, ks, vs, slots)
+            for q in (torch.zeros((n, h, d), dtype=dtype), qk[:, :h]):
+                for width in TABLE_WIDTHS:
+                    tables = torch.zeros((n, width), dtype=torch.int32)
+                    lens = torch.ones((n,), dtype=torch.int32)
+                    paged_decode_attention_triton(q, kc, vc, ks, vs, tables, lens, d ** -0.5)
     return caught
 
 

@@ -47,7 +47,8 @@ def artifact(tmp_path_factory) -> Path:
     return out
 
 
-def _models(tmp_path_factory) -> list[Path]:
+@pytest.fixture(scope="module")
+def models(tmp_path_factory) -> list[Path]:
     from engine.model.tiny import make_tiny_model
     base = tmp_path_factory.mktemp("models")
     models = [make_tiny_model(base / "llama", "llama", seed=0), make_tiny_model(base / "qwen3", "qwen3", seed=0)]
@@ -57,9 +58,10 @@ def _models(tmp_path_factory) -> list[Path]:
     return models
 
 
-def generate(model: Path, cache: Path, kv_dtype: str, kernels: Path | None) -> dict:
+def generate(model: Path, cache: Path, dtype: str, kv_dtype: str, kernels: Path | None) -> dict:
     argv = [sys.executable, "-m", "engine", "generate", "--model", str(model), "--prompt-ids", "1,2,3,4,5,6,7,8",
-            "--max-new-tokens", "48", "--ignore-eos", "--kv-dtype", kv_dtype, "--device", "cuda", "--json"]
+            "--max-new-tokens", "48", "--ignore-eos", "--dtype", dtype, "--kv-dtype", kv_dtype, "--device", "cuda",
+            "--json"]
     if kernels is not None:
         argv += ["--kernels", str(kernels)]
     res = subprocess.run(argv, env=_env(cache), cwd=cache.parent, capture_output=True, text=True, timeout=900)
@@ -67,21 +69,23 @@ def generate(model: Path, cache: Path, kv_dtype: str, kernels: Path | None) -> d
     return json.loads(res.stdout.strip().splitlines()[-1])
 
 
-@pytest.mark.parametrize("kv_dtype", ["auto", "int8"])
-def test_aot_and_jit_give_the_same_greedy_tokens(artifact, tmp_path_factory, tmp_path, kv_dtype):
-    for i, model in enumerate(_models(tmp_path_factory)):
-        jit = generate(model, tmp_path / f"jit-{i}" / "cache", kv_dtype, None)
-        aot = generate(model, tmp_path / f"aot-{i}" / "cache", kv_dtype, artifact)
+# dtype auto is the checkpoint's (float32 for these models); kv_dtype auto the compute dtype.
+@pytest.mark.parametrize("dtype,kv_dtype", [("auto", "auto"), ("auto", "int8"), ("bfloat16", "auto"),
+                                            ("bfloat16", "int8")])
+def test_aot_and_jit_give_the_same_greedy_tokens(artifact, models, tmp_path, dtype, kv_dtype):
+    for i, model in enumerate(models):
+        jit = generate(model, tmp_path / f"jit-{i}" / "cache", dtype, kv_dtype, None)
+        aot = generate(model, tmp_path / f"aot-{i}" / "cache", dtype, kv_dtype, artifact)
         assert jit["kernels"]["source"] == "jit" and jit["kernels"]["aot_hits"] == 0, jit["kernels"]
         assert aot["kernels"]["source"] == "aot", (model.name, aot["kernels"])
         assert aot["kernels"]["aot_hits"] > 0 and aot["kernels"]["jit_compiles"] == 0, aot["kernels"]
         assert aot["kernels"]["artifact_sha256"] and aot["kernels"]["arch"] == jit["kernels"]["arch"]
         assert len(jit["token_ids"]) == 48
-        assert aot["token_ids"] == jit["token_ids"], (model.name, kv_dtype)
+        assert aot["token_ids"] == jit["token_ids"], (model.name, dtype, kv_dtype)
 
 
-def test_server_reports_aot_kernels_in_status(artifact, tmp_path_factory, tmp_path):
-    model = _models(tmp_path_factory)[0]
+def test_server_reports_aot_kernels_in_status(artifact, models, tmp_path):
+    model = models[0]
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
