@@ -158,7 +158,12 @@ def _unpack(artifact: Path, dest: Path) -> tuple[Path, dict]:
         index = json.loads(members.pop(INDEX))
     except ValueError as e:
         raise KernelsArtifactError(f"{where}: {INDEX} is not JSON ({e})") from None
-    expected = {f"cache/{e['key']}/{n}": d for e in index.get("entries", []) for n, d in e["files"].items()}
+    try:
+        expected = {f"cache/{e['key']}/{n}": d for e in index["entries"] for n, d in e["files"].items()}
+        env = {str(k): str(v) for k, v in index["env"].items()}
+    except (KeyError, TypeError, AttributeError) as e:
+        raise KernelsArtifactError(f"{where}: {INDEX} lacks entries/env/files/key ({e!r})") from None
+    index["env"] = env
     if set(expected) != set(members):
         raise KernelsArtifactError(f"{where}: members and {INDEX} disagree: "
                                    f"{sorted(set(expected) ^ set(members))[:3]}")

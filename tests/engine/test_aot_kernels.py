@@ -117,3 +117,19 @@ def test_a_tampered_artifact_is_refused_naming_the_member(artifact, tmp_path):
             tf.addfile(m, io.BytesIO(blob))
     with pytest.raises(KernelsArtifactError, match=victim.replace(".", r"\.")):
         _unpack(bad, tmp_path / "unpacked")
+
+
+@pytest.mark.parametrize("members,message", [
+    ({"index.json": b'{"format": 1}'}, "index.json lacks entries"),
+    ({"index.json": b"not json"}, "index.json is not JSON"),
+    ({"index.json": b'{"entries": [], "env": {}}', "../evil": b"x"}, "unexpected member '../evil'"),
+    ({"cache/x": b""}, "unexpected member 'cache/x'"),
+])
+def test_a_malformed_artifact_is_refused_with_a_clear_error(tmp_path, members, message):
+    from engine.kernels.aot_build import write_tar
+    from engine.kernels.aot_cache import KernelsArtifactError, _unpack
+    bad = tmp_path / "bad.tar"
+    write_tar(bad, members, EPOCH)
+    with pytest.raises(KernelsArtifactError, match=message.replace(".", r"\.").replace("[", r"\[")):
+        _unpack(bad, tmp_path / "unpacked")
+    assert not (tmp_path / "unpacked").exists()
