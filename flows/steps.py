@@ -116,7 +116,7 @@ def compare_builds(cfg: Config, ws: Workspace, candidate: dict, builds, waivers:
 
 @task(name="package artifacts, SBOMs and sums", **PERSISTED)
 def package_release(cfg: Config, ws: Workspace, candidate: dict, builds) -> None:
-    """Stage build a's artifacts, both SBOMs of the wheel and SHA256SUMS."""
+    """Stage build a's artifacts (wheel, sdist, AOT kernels), both SBOMs of the wheel and SHA256SUMS."""
     staged = stager(cfg, ws)
     entries = [staged.add_artifact(p, kernels.artifact_kind(p.name)) for p in builds[0].artifacts]
     kernels_tar = next((p for p in builds[0].artifacts if p.name.endswith(kernels.SUFFIX)), None)
