@@ -1,4 +1,5 @@
-"""The build recipe: wheel + sdist with pypa/build on a Host, in the hermetic environment.
+"""The build recipe: wheel + sdist with pypa/build on a Host, in the hermetic environment,
+then the source's AOT kernels when its pyproject asks for them (builders.kernels).
 
 `python -m build --no-isolation` uses the build backend already installed next to the
 interpreter (no index is reachable by design), so the toolchain is whatever that interpreter
@@ -17,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from builders import variations
+from builders import kernels, variations
 from builders.environment import BuildEnv, hermetic_env
 from builders.errors import ArtifactMismatch, BuilderError, BuildFailed
 from builders.provenance import build_record
@@ -107,14 +108,19 @@ def build(host: Host, candidate: dict, source_dir_local: str | Path, label: str,
     log = result.stdout + result.stderr
     if result.exit_code != 0:
         raise BuildFailed(label, f"python -m build exited {result.exit_code}", log[-TAIL:])
+    kcfg = kernels.config(source_dir_local)
+    if kcfg is not None:
+        log += _build_kernels(host, benv, python, kcfg, label, timeout, sink, log)
 
     remote = _query_json(host, benv, [python, "-c", _LIST_PY, benv.out_dir], label)
-    _check_outputs(label, remote, log)
+    _check_outputs(label, remote, log, kcfg is not None)
     artifacts, subjects = _fetch(host, benv, remote, Path(local_dir))
 
     environment = {**benv.record_environment, "toolchain": toolchain,
                    "command": ["python", "-m", "build", "--no-isolation", "--wheel", "--sdist",
                                "--outdir", "${BUILD_DIR}/out", "${BUILD_DIR}/src"]}
+    if kcfg is not None:
+        environment["kernels"] = {**kcfg.record(), "command": kernels.shown_command(kcfg)}
     byproducts = [
         {"name": f"build-{label}.log", "digest": {"sha256": hashlib.sha256(log.encode()).hexdigest()}},
         {"name": "source-tree-manifest", "digest": {"sha256": source_digest}},
@@ -123,7 +129,8 @@ def build(host: Host, candidate: dict, source_dir_local: str | Path, label: str,
                           host_name=host.name, environment=environment,
                           varied={**benv.record_varied, **({"placement": placement} if placement else {})},
                           started=result.started_at,
-                          finished=result.ended_at, byproducts=byproducts, source_uri=source_uri)
+                          finished=result.ended_at, byproducts=byproducts, source_uri=source_uri,
+                          targets=["wheel", "sdist"] + (["kernels"] if kcfg is not None else []))
     return BuildResult(label=label, record=record, artifacts=artifacts, subjects=subjects, log=log)
 
 
@@ -195,12 +202,34 @@ def _query_json(host: Host, benv: BuildEnv, argv: list[str], label: str) -> dict
         raise BuildFailed(label, f"query printed no JSON: {res.stdout[-200:]!r}") from exc
 
 
-def _check_outputs(label: str, remote: dict, log: str) -> None:
+def _build_kernels(host: Host, benv: BuildEnv, python: str, cfg: kernels.KernelsConfig, label: str,
+                   timeout: float, sink, log: str) -> str:
+    """The source's AOT kernels step (builders.kernels), after the wheel, in the same environment."""
+    listed = _query_json(host, benv, [python, "-c", _LIST_PY, benv.out_dir], label)
+    wheel = next((n for n in sorted(listed) if n.endswith(".whl")), None)
+    if wheel is None:
+        raise BuildFailed(label, "the kernels step needs the wheel, and the build left none", log[-TAIL:])
+    argvs, extra, _ = kernels.steps(cfg, python, benv.build_dir, benv.out_dir, wheel,
+                                    int(benv.env["SOURCE_DATE_EPOCH"]))
+    out = ""
+    for argv in argvs:
+        res = host.run(benv.wrap(argv), env={**benv.env, **extra}, replace_env=True, cwd=benv.build_dir,
+                       timeout=timeout, on_output=sink)
+        out += res.stdout + res.stderr
+        if res.exit_code != 0:
+            raise BuildFailed(label, f"kernels step `python {' '.join(argv[1:3])}` exited {res.exit_code}",
+                              out[-TAIL:])
+    return out
+
+
+def _check_outputs(label: str, remote: dict, log: str, with_kernels: bool = False) -> None:
     wheels = [n for n in remote if n.endswith(".whl")]
     sdists = [n for n in remote if n.endswith(".tar.gz")]
-    others = sorted(set(remote) - set(wheels) - set(sdists))
-    if len(wheels) != 1 or len(sdists) != 1 or others:
-        raise BuildFailed(label, f"expected one wheel and one sdist, got {sorted(remote)}", log[-TAIL:])
+    kernel_tars = [n for n in remote if n.endswith(kernels.SUFFIX)]
+    others = sorted(set(remote) - set(wheels) - set(sdists) - set(kernel_tars))
+    if len(wheels) != 1 or len(sdists) != 1 or others or len(kernel_tars) != int(with_kernels):
+        want = "one wheel, one sdist and one kernels tar" if with_kernels else "one wheel and one sdist"
+        raise BuildFailed(label, f"expected {want}, got {sorted(remote)}", log[-TAIL:])
 
 
 def _fetch(host: Host, benv: BuildEnv, remote: dict, local_dir: Path) -> tuple[list[Path], list[dict]]:

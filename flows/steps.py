@@ -11,7 +11,7 @@ from prefect import get_run_logger, task
 from prefect.runtime import task_run
 from prefect.artifacts import create_link_artifact, create_markdown_artifact, create_table_artifact
 
-from builders import compare, provenance, recipe, reproduce, sbom, snapshot, variations
+from builders import compare, kernels, provenance, recipe, reproduce, sbom, snapshot, variations
 from builders.incumbent import resolve_incumbent
 from flows import build_hosts, judged_evidence, lane_evidence, summaries
 from flows.config import Config, Lane
@@ -118,10 +118,11 @@ def compare_builds(cfg: Config, ws: Workspace, candidate: dict, builds, waivers:
 
 @task(name="package artifacts, SBOMs and sums", **PERSISTED)
 def package_release(cfg: Config, ws: Workspace, candidate: dict, builds) -> None:
-    """Stage build a's artifacts, both SBOMs of the wheel and SHA256SUMS."""
+    """Stage build a's artifacts (wheel, sdist, AOT kernels), both SBOMs of the wheel and SHA256SUMS."""
     staged = stager(cfg, ws)
-    entries = [staged.add_artifact(p, "wheel" if p.suffix == ".whl" else "sdist") for p in builds[0].artifacts]
-    for fmt, path in sbom.write_sboms(wheel_of(builds[0]), candidate, ws.root / "sbom").items():
+    entries = [staged.add_artifact(p, kernels.artifact_kind(p.name)) for p in builds[0].artifacts]
+    kernels_tar = next((p for p in builds[0].artifacts if p.name.endswith(kernels.SUFFIX)), None)
+    for fmt, path in sbom.write_sboms(wheel_of(builds[0]), candidate, ws.root / "sbom", kernels=kernels_tar).items():
         entries.append(staged.add_sbom(path, fmt))
     staged.write_sums()
     create_table_artifact(key="artifacts", table=summaries.assets_table(entries), description="Release assets")
