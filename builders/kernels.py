@@ -47,8 +47,9 @@ class KernelsConfig:
         return {"module": self.module, "line_info": self.line_info, "archs": list(self.archs)}
 
 
-def config(source_dir: str | Path) -> KernelsConfig | None:
-    """The source's [tool.assay.kernels] table, or None when it has none."""
+def config(source_dir: str | Path, archs: tuple[int, ...] | None = None) -> KernelsConfig | None:
+    """The source's [tool.assay.kernels] table, or None when it has none. ARCHS, when given,
+    replaces the table's archs (a pipeline config may build fewer, e.g. only its lanes' GPUs)."""
     path = Path(source_dir) / "pyproject.toml"
     if not path.is_file():
         return None
@@ -59,17 +60,17 @@ def config(source_dir: str | Path) -> KernelsConfig | None:
     if table is None:
         return None
     where = f"{path.name} [tool.assay.kernels]"
-    module, line_info, archs = table.get("module"), table.get("line_info", False), table.get("archs", [])
+    module, line_info, listed = table.get("module"), table.get("line_info", False), table.get("archs", [])
     if not isinstance(module, str) or not module:
         raise BuilderError(f"{where}: `module` must name the module to run (python -m MODULE)")
     if not isinstance(line_info, bool):
         raise BuilderError(f"{where}: `line_info` must be true or false, got {line_info!r}")
-    if not isinstance(archs, list) or not all(isinstance(a, int) and not isinstance(a, bool) for a in archs):
-        raise BuilderError(f"{where}: `archs` must be a list of compute capabilities such as 90, got {archs!r}")
+    if not isinstance(listed, list) or not all(isinstance(a, int) and not isinstance(a, bool) for a in listed):
+        raise BuilderError(f"{where}: `archs` must be a list of compute capabilities such as 90, got {listed!r}")
     extra = sorted(set(table) - {"module", "line_info", "archs"})
     if extra:
         raise BuilderError(f"{where}: unknown key(s) {extra}")
-    return KernelsConfig(module, line_info, tuple(archs))
+    return KernelsConfig(module, line_info, tuple(archs) if archs else tuple(listed))
 
 
 def artifact_name(wheel_name: str) -> str:

@@ -67,7 +67,8 @@ def build(host: Host, candidate: dict, source_dir_local: str | Path, label: str,
           python: str | None = None, path: str | None = None, workroot: str | None = None,
           local_dir: str | Path | None = None, timeout: float = BUILD_TIMEOUT_S,
           progress: Progress | None = None, source_uri: str | None = None,
-          plan: variations.Plan | None = None, placement: dict | None = None) -> BuildResult:
+          plan: variations.Plan | None = None, placement: dict | None = None,
+          kernel_archs: tuple[int, ...] | None = None) -> BuildResult:
     """Build wheel + sdist of the exported source on HOST under WORKDIR (which must not exist).
 
     PLAN: the side of every variation (builders.variations; default: LABEL's side); the host is
@@ -77,6 +78,7 @@ def build(host: Host, candidate: dict, source_dir_local: str | Path, label: str,
     Artifacts are fetched into LOCAL_DIR (default: WORKDIR/fetched, for a LocalHost).
     SOURCE_URI names the repository in the provenance (builders.provenance.repository_uri).
     PLACEMENT says what kind of host built it (a container, this machine, and why), for the record.
+    KERNEL_ARCHS replaces the archs of the source's AOT kernels step (builders.kernels.config).
     """
     local = isinstance(host, LocalHost)
     if python is None and not local:
@@ -108,7 +110,7 @@ def build(host: Host, candidate: dict, source_dir_local: str | Path, label: str,
     log = result.stdout + result.stderr
     if result.exit_code != 0:
         raise BuildFailed(label, f"python -m build exited {result.exit_code}", log[-TAIL:])
-    kcfg = kernels.config(source_dir_local)
+    kcfg = kernels.config(source_dir_local, kernel_archs)
     if kcfg is not None:
         log += _build_kernels(host, benv, python, kcfg, label, timeout, sink, log)
 
@@ -139,7 +141,8 @@ def build_twice(host_a: Host, host_b: Host, candidate: dict, source_dir: str | P
                 python_a: str | None = None, python_b: str | None = None,
                 timeout: float = BUILD_TIMEOUT_S, progress: Progress | None = None,
                 source_uri: str | None = None, enabled: tuple[str, ...] = variations.NAMES,
-                placements: tuple[dict | None, dict | None] = (None, None)) -> tuple[BuildResult, BuildResult]:
+                placements: tuple[dict | None, dict | None] = (None, None),
+                kernel_archs: tuple[int, ...] | None = None) -> tuple[BuildResult, BuildResult]:
     """Build a and b one after the other, b with every ENABLED variation (builders.variations).
 
     WORKROOT is the path used on the hosts; artifacts come back into LOCAL_DIR/{a,b}
@@ -148,14 +151,14 @@ def build_twice(host_a: Host, host_b: Host, candidate: dict, source_dir: str | P
     fetched = Path(local_dir) if local_dir is not None else Path(workroot) / "artifacts"
     a = build(host_a, candidate, source_dir, "a", build_dir(workroot, "a"), python=python_a, workroot=workroot,
               local_dir=fetched / "a", timeout=timeout, progress=progress, source_uri=source_uri,
-              plan=variations.plan_for("a"), placement=placements[0])
+              plan=variations.plan_for("a"), placement=placements[0], kernel_archs=kernel_archs)
     plan_b = variations.plan_for("b", enabled)
     dir_b = build_dir(workroot, plan_b["build_path"])
     if host_b.exists(dir_b):  # build_path not varied: b reuses a's path, a's artifacts are fetched
         host_b.remove(dir_b)
     b = build(host_b, candidate, source_dir, "b", dir_b, python=python_b, workroot=workroot,
               local_dir=fetched / "b", timeout=timeout, progress=progress, source_uri=source_uri, plan=plan_b,
-              placement=placements[1])
+              placement=placements[1], kernel_archs=kernel_archs)
     return a, b
 
 

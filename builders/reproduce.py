@@ -44,6 +44,7 @@ class Rebuild:
     python_b: str | None = None
     timeout: float = recipe.BUILD_TIMEOUT_S
     progress: recipe.Progress | None = None
+    kernel_archs: tuple[int, ...] | None = None
 
     def trial(self, name: str, plan: dict[str, str]) -> Path:
         other_machine = not (isinstance(self.host_a, LocalHost) and isinstance(self.host_b, LocalHost))
@@ -57,7 +58,7 @@ class Rebuild:
             shutil.rmtree(out)
         built = recipe.build(host, self.candidate, self.source_dir, f"trial-{name}", workdir, python=python,
                              workroot=self.workroot, local_dir=out, timeout=self.timeout, progress=self.progress,
-                             plan=plan)
+                             plan=plan, kernel_archs=self.kernel_archs)
         return built.artifacts[0].parent
 
 
@@ -66,15 +67,17 @@ def reproduce(host_a: Host, host_b: Host, candidate: dict, source_dir: str | Pat
               python_a: str | None = None, python_b: str | None = None, timeout: float = recipe.BUILD_TIMEOUT_S,
               progress: recipe.Progress | None = None, say: Callable[[str], None] | None = None,
               source_uri: str | None = None,
-              placements: tuple[dict | None, dict | None] = (None, None)) -> Reproduction:
+              placements: tuple[dict | None, dict | None] = (None, None),
+              kernel_archs: tuple[int, ...] | None = None) -> Reproduction:
     """Build a and b (b with the ENABLED variations), compare, and explain every difference."""
     local = Path(local_dir)
     builds = recipe.build_twice(host_a, host_b, candidate, source_dir, workroot, local_dir=local / "artifacts",
                                 python_a=python_a, python_b=python_b, timeout=timeout, progress=progress,
-                                source_uri=source_uri, enabled=enabled, placements=placements)
+                                source_uri=source_uri, enabled=enabled, placements=placements,
+                                kernel_archs=kernel_archs)
     record = compare(builds[0].artifacts[0].parent, builds[1].artifacts[0].parent, candidate, waivers=waivers)
     rebuild = Rebuild(host_a, host_b, candidate, Path(source_dir), workroot, local, python_a, python_b, timeout,
-                      progress)
+                      progress, kernel_archs)
     record = explain(record, builds, rebuild, enabled, local / "evidence", say=say)
     return Reproduction(builds, record)
 

@@ -64,7 +64,7 @@ def reproduce(
     with build_hosts.opened(cfg, log=say) as bh:
         result = run_reproduce(*bh.hosts, candidate, src, str(root / "build"), local_dir=root, enabled=enabled,
                                python_a=bh.pythons[0], python_b=bh.pythons[1], placements=bh.placements,
-                               timeout=cfg.build_timeout_s, say=say,
+                               timeout=cfg.build_timeout_s, say=say, kernel_archs=cfg.kernel_archs,
                                source_uri=provenance.repository_uri(repo, cfg.source_uri))
     summary = result.summary()
     (root / "reproducibility.json").write_text(json.dumps(result.record, indent=2) + "\n")

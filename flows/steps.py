@@ -79,6 +79,7 @@ def build_twice(cfg: Config, ws: Workspace, candidate: dict, stage: bool = True)
         builds = recipe.build_twice(*bh.hosts, candidate, ws.source, ws.build_root(cfg.build_hosts),
                                     timeout=cfg.build_timeout_s, local_dir=ws.root / "artifacts",
                                     python_a=bh.pythons[0], python_b=bh.pythons[1], placements=bh.placements,
+                                    kernel_archs=cfg.kernel_archs,
                                     source_uri=provenance.repository_uri(cfg.source, cfg.source_uri),
                                     progress=lambda label, stream, text: log.info("build %s: %s", label, text.rstrip()))
     if stage:
@@ -100,7 +101,8 @@ def compare_builds(cfg: Config, ws: Workspace, candidate: dict, builds, waivers:
     # The build hosts (a build-host container among them) are started again only to bisect a difference.
     with build_hosts.opened(cfg, log=log.info) if record["difference_count"] else nullcontext() as bh:
         rebuild = bh and reproduce.Rebuild(*bh.hosts, candidate, ws.source, ws.build_root(cfg.build_hosts),
-                                           ws.root / "bisection", *bh.pythons, cfg.build_timeout_s)
+                                           ws.root / "bisection", *bh.pythons, cfg.build_timeout_s,
+                                           kernel_archs=cfg.kernel_archs)
         record = reproduce.explain(record, builds, rebuild, variations.NAMES, evidence, say=log.info)
     subjects = [subject(f["name"], f["a_sha256"]) for f in record["files"] if f["a_sha256"]]
     stager(cfg, ws).add_receipt("reproducibility", subjects, record)
