@@ -13,7 +13,7 @@ from prefect.artifacts import create_link_artifact, create_markdown_artifact, cr
 
 from builders import compare, kernels, provenance, recipe, reproduce, sbom, snapshot, variations
 from builders.incumbent import resolve_incumbent
-from flows import build_hosts, judged_evidence, lane_evidence, summaries
+from flows import build_hosts, judged_evidence, lane_evidence, release_assets, summaries
 from flows.config import Config, Lane
 from flows.results import PERSISTED
 from flows.errors import GateFailed, LaneFailed, LaneHardwarePending, NotReproducible, StagedReleaseInvalid
@@ -120,9 +120,12 @@ def compare_builds(cfg: Config, ws: Workspace, candidate: dict, builds, waivers:
 
 @task(name="package artifacts, SBOMs and sums", **PERSISTED)
 def package_release(cfg: Config, ws: Workspace, candidate: dict, builds) -> None:
-    """Stage build a's artifacts (wheel, sdist, AOT kernels), both SBOMs of the wheel and SHA256SUMS."""
+    """Stage build a's artifacts (wheel, sdist, AOT kernels), the installer zipapp, the quickstart
+    users follow after installing (the acceptance window runs its blocks), both SBOMs of the wheel
+    and SHA256SUMS."""
     staged = stager(cfg, ws)
     entries = [staged.add_artifact(p, kernels.artifact_kind(p.name)) for p in builds[0].artifacts]
+    entries += [staged.add_artifact(p, kind) for p, kind in release_assets.shipped_with(candidate, ws.root / "assets")]
     kernels_tar = next((p for p in builds[0].artifacts if p.name.endswith(kernels.SUFFIX)), None)
     for fmt, path in sbom.write_sboms(wheel_of(builds[0]), candidate, ws.root / "sbom", kernels=kernels_tar).items():
         entries.append(staged.add_sbom(path, fmt))

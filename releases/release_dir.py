@@ -24,8 +24,10 @@ LEDGER = "ledger.json"
 SBOM_SUFFIX = {"spdx-2.3": ".spdx.json", "cyclonedx-1.5": ".cdx.json"}
 # `docs`: a document users follow (e.g. QUICKSTART.md), shipped and summed so that verify can check
 # its executable blocks against the ones an acceptance window ran. It is not built, so build and
-# reproducibility receipts do not cover it.
-ARTIFACT_KINDS = ("wheel", "sdist", "kernels", "docs")
+# reproducibility receipts do not cover it. `installer`: the installer zipapp (assay-install-<version>.pyz,
+# releases/install/zipapp.py), written deterministically from releases/ by the pipeline, not built
+# from the candidate, so it is summed and signed but not covered by build receipts either.
+ARTIFACT_KINDS = ("wheel", "sdist", "kernels", "docs", "installer")
 BUILT_KINDS = ("wheel", "sdist", "kernels")
 
 
