@@ -105,7 +105,8 @@ def unfinished_versions(store: Store) -> list[str]:
     """Versions with objects in the store but no manifest.json: publishes that stopped part-way
     (a crash, a lost connection). Invisible to readers; a rerun of the same release completes them."""
     keys = store.list("")
-    started = {k.split("/", 1)[0] for k in keys if "/" in k}
+    # staging/ holds composed releases an acceptance window downloads (releases/staging.py): not a version
+    started = {k.split("/", 1)[0] for k in keys if "/" in k} - {"staging"}
     return sorted(started - set(published_versions(store)), key=_order)
 
 
