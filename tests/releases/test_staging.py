@@ -10,6 +10,8 @@ import urllib.request
 import pytest
 
 from releases import keys
+from releases.install.errors import InstallError
+from releases.install.fetch import fetch_release, verify_fetched
 from releases.publish import published_versions, unfinished_versions
 from releases.staging import stage_release, served
 from releases.stores.local import LocalStore
@@ -72,3 +74,25 @@ def test_an_uncomposed_release_is_refused(tmp_path, key):
     from releases.errors import StoreError
     with pytest.raises(StoreError, match="compose the release before staging"):
         stage_release(stager.root, LocalStore(tmp_path / "store"), VERSION)
+
+
+def test_the_installer_fetches_and_verifies_the_staged_release_over_http(tmp_path, key):
+    """What the acceptance window's install does first: the installer's own download of the served
+    URL, then verification against the pinned public key."""
+    stager = _stage_ready(tmp_path / "ws", key)
+    stager.compose()
+    store = LocalStore(tmp_path / "store")
+    staged = stage_release(stager.root, store, VERSION)
+    pem = tmp_path / "release.pub.pem"
+    pem.write_bytes((stager.root / "keys" / "release.pub.pem").read_bytes())
+    with served(store, staged) as url:
+        manifest = fetch_release(url, tmp_path / "fetched")
+    assert manifest["version"] == VERSION
+    assert verify_fetched(tmp_path / "fetched", pem)["version"] == VERSION
+    # the same download of a tampered staged asset is refused before anything is installed
+    asset = next(k for k in staged.keys if "/artifacts/" in k)
+    (store.root / asset).write_bytes(b"tampered")
+    with served(store, staged) as url:
+        fetch_release(url, tmp_path / "fetched-again")
+    with pytest.raises(InstallError):
+        verify_fetched(tmp_path / "fetched-again", pem)
