@@ -4,6 +4,7 @@ verifies, the server is gone after, and staging/ is no version."""
 from __future__ import annotations
 
 import hashlib
+import json
 import urllib.error
 import urllib.request
 
@@ -96,3 +97,33 @@ def test_the_installer_fetches_and_verifies_the_staged_release_over_http(tmp_pat
         fetch_release(url, tmp_path / "fetched-again")
     with pytest.raises(InstallError):
         verify_fetched(tmp_path / "fetched-again", pem)
+
+
+def test_an_s3_staging_folder_is_readable_anonymously_while_served(tmp_path, key, s3_store):
+    """moto's server as S3; the download is unsigned (botocore UNSIGNED), and the bucket policy the
+    staging folder needed is gone after."""
+    import boto3
+    from botocore import UNSIGNED
+    from botocore.config import Config
+
+    stager = _stage_ready(tmp_path / "ws", key)
+    stager.compose()
+    staged = stage_release(stager.root, s3_store, VERSION)
+    client = s3_store.client
+    with pytest.raises(client.exceptions.ClientError):
+        client.get_bucket_policy(Bucket=s3_store.bucket)
+    with served(s3_store, staged) as url:
+        assert url.endswith(f"/{s3_store.bucket}/releases/{staged.folder}")
+        policy = json.loads(client.get_bucket_policy(Bucket=s3_store.bucket)["Policy"])
+        (st,) = policy["Statement"]
+        assert st["Principal"] == "*" and st["Action"] == "s3:GetObject"
+        assert st["Resource"] == f"arn:aws:s3:::{s3_store.bucket}/releases/{staged.folder}*"
+        anon = boto3.client("s3", endpoint_url=client.meta.endpoint_url, region_name="us-east-1",
+                            config=Config(signature_version=UNSIGNED))
+        sums = parse_sums(anon.get_object(Bucket=s3_store.bucket, Key=f"releases/{staged.folder}SHA256SUMS")["Body"].read())
+        for rel, sha in sums.items():
+            body = anon.get_object(Bucket=s3_store.bucket, Key=f"releases/{staged.folder}{rel}")["Body"].read()
+            assert hashlib.sha256(body).hexdigest() == sha
+        assert parse_sums(_get(url + "SHA256SUMS")) == sums   # the plain URL the installer takes
+    with pytest.raises(client.exceptions.ClientError):
+        client.get_bucket_policy(Bucket=s3_store.bucket)   # restored: no policy, as before
