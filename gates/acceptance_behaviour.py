@@ -50,3 +50,15 @@ def behaviour_gates(url: str, key: str, *, max_tokens: int = 8, timeout_s: float
     gate("chat-streaming", streaming)
     gate("bad-key-refused", bad_key)
     return gates
+
+
+def auth_statuses(url: str, key: str, *, timeout_s: float = 30.0) -> dict:
+    """The acceptance predicate's `auth`: GET /v1/engine/status with the key (want 200) and without
+    any (want 401). The statuses are recorded as they came; the verdict compares them."""
+    import httpx
+
+    status = url.rstrip("/") + "/v1/engine/status"
+    with httpx.Client(timeout=timeout_s) as http:
+        authed = http.get(status, headers={"Authorization": f"Bearer {key}"}).status_code
+        anonymous = http.get(status).status_code
+    return {"authenticated_status": authed, "anonymous_status": anonymous}
