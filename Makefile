@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 
 export ASSAY_ROOT := $(CURDIR)
 
-.PHONY: run test stop install model docker tools clean
+.PHONY: run test stop install model docker tools clean serve
 
 $(STAMP): pyproject.toml engine/pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -36,8 +36,12 @@ CONFIG_ARG = $(if $(CONFIG),--config $(abspath $(CONFIG)))
 tools:
 	@bash scripts/build_tools.sh
 
-run: install model tools
+run: install model docker tools
 	$(PY) -m flows.local_run start $(CONFIG_ARG)
+
+# The reference model served on the CPU behind an API key whose path is printed (PORT=8000).
+serve: install model
+	$(PY) scripts/serve.py
 
 stop:
 	@if [ -x $(PY) ]; then $(PY) -m flows.local_run stop $(CONFIG_ARG); else echo "nothing to stop"; fi

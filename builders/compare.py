@@ -1,6 +1,6 @@
 """Compare the outputs of two builds and explain every difference: the reproducibility record.
 
-Files are compared by SHA-256. When an archive (wheel/zip, sdist/tar.gz) differs, its members
+Files are compared by SHA-256. When an archive (wheel/zip, sdist/tar.gz, kernels/tar) differs, its members
 are compared one by one and each difference is named (builders.diffutil lists the kinds). If
 the bytes differ and no member, order or header difference accounts for it, the archive itself
 gets one `content` difference and counts as unexplained; unexplained differences cannot be
@@ -18,12 +18,13 @@ from typing import Iterable
 from builders.diffutil import content_detail, difference
 from builders.errors import CompareError, ForeignWaiver
 from builders.snapshot import as_ref
-from builders.targz_diff import diff_targz
+from builders.targz_diff import diff_tar, diff_targz
 from builders.zip_diff import diff_zip
 from releases.canonical import file_sha256
 from releases.schema import validate
 
-ARCHIVE_DIFFS = ((".whl", diff_zip), (".zip", diff_zip), (".tar.gz", diff_targz), (".tgz", diff_targz))
+ARCHIVE_DIFFS = ((".whl", diff_zip), (".zip", diff_zip), (".tar.gz", diff_targz), (".tgz", diff_targz),
+                 (".tar", lambda a, b: diff_tar(a.read_bytes(), b.read_bytes())))   # the AOT kernels
 
 
 def compare(dir_a: str | Path, dir_b: str | Path, candidate: dict,

@@ -35,9 +35,18 @@ class BuildEnv:
 
     @property
     def dirs(self) -> list[str]:
-        """Directories that must exist, empty, before the build starts."""
+        """Directories that must exist, empty, before the build starts; the last one is the
+        boundary (`vcs_boundary`)."""
         return [self.out_dir, self.env["HOME"], self.env["TMPDIR"], self.env["XDG_CACHE_HOME"],
-                self.env["PIP_CACHE_DIR"]]
+                self.env["PIP_CACHE_DIR"], self.vcs_boundary]
+
+    @property
+    def vcs_boundary(self) -> str:
+        """An empty `.git` next to the source. Hatchling looks for a .gitignore from the source
+        upwards until a directory holding `.git`, then applies it and ships it in the sdist: without
+        this boundary a build under a checkout took that checkout's .gitignore (found when build b
+        first ran in a container, where there is none). git itself skips an empty .git directory."""
+        return posixpath.join(self.build_dir, ".git")
 
     def wrap(self, argv: list[str]) -> list[str]:
         """ARGV under this build's hostname, umask, uid and clock."""

@@ -65,12 +65,12 @@ def source_dependencies(candidate: dict, source_uri: str | None = None) -> list[
 
 def build_record(*, candidate: dict, ref: dict, label: str, host_name: str, environment: dict,
                  varied: dict, started: float, finished: float, byproducts: list[dict],
-                 source_uri: str | None = None) -> dict:
+                 source_uri: str | None = None, targets: list[str] | None = None) -> dict:
     """The SLSA v1 provenance predicate of one build (INTERFACES.md, `build`)."""
     record = {
         "buildDefinition": {
             "buildType": BUILD_TYPE,
-            "externalParameters": {"candidate": ref, "targets": list(TARGETS)},
+            "externalParameters": {"candidate": ref, "targets": list(targets or TARGETS)},
             "internalParameters": {"environment": environment,
                                    "varied": {**varied, "host": host_name, "label": label}},
             "resolvedDependencies": source_dependencies(candidate, source_uri),

@@ -1,4 +1,5 @@
-"""The build recipe: wheel + sdist with pypa/build on a Host, in the hermetic environment.
+"""The build recipe: wheel + sdist with pypa/build on a Host, in the hermetic environment,
+then the source's AOT kernels when its pyproject asks for them (builders.kernels).
 
 `python -m build --no-isolation` uses the build backend already installed next to the
 interpreter (no index is reachable by design), so the toolchain is whatever that interpreter
@@ -12,11 +13,12 @@ import json
 import os
 import posixpath
 import sys
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from builders import variations
+from builders import kernels, variations
 from builders.environment import BuildEnv, hermetic_env
 from builders.errors import ArtifactMismatch, BuilderError, BuildFailed
 from builders.provenance import build_record
@@ -65,7 +67,8 @@ def build(host: Host, candidate: dict, source_dir_local: str | Path, label: str,
           python: str | None = None, path: str | None = None, workroot: str | None = None,
           local_dir: str | Path | None = None, timeout: float = BUILD_TIMEOUT_S,
           progress: Progress | None = None, source_uri: str | None = None,
-          plan: variations.Plan | None = None) -> BuildResult:
+          plan: variations.Plan | None = None, placement: dict | None = None,
+          kernel_archs: tuple[int, ...] | None = None) -> BuildResult:
     """Build wheel + sdist of the exported source on HOST under WORKDIR (which must not exist).
 
     PLAN: the side of every variation (builders.variations; default: LABEL's side); the host is
@@ -74,6 +77,8 @@ def build(host: Host, candidate: dict, source_dir_local: str | Path, label: str,
     PYTHON is the interpreter on the host (default on a LocalHost: this process's own).
     Artifacts are fetched into LOCAL_DIR (default: WORKDIR/fetched, for a LocalHost).
     SOURCE_URI names the repository in the provenance (builders.provenance.repository_uri).
+    PLACEMENT says what kind of host built it (a container, this machine, and why), for the record.
+    KERNEL_ARCHS replaces the archs of the source's AOT kernels step (builders.kernels.config).
     """
     local = isinstance(host, LocalHost)
     if python is None and not local:
@@ -99,27 +104,35 @@ def build(host: Host, candidate: dict, source_dir_local: str | Path, label: str,
     argv = [python, "-m", "build", "--no-isolation", "--wheel", "--sdist",
             "--outdir", benv.out_dir, benv.src_dir]
     sink = (lambda stream, text: progress(label, stream, text)) if progress else None
-    result = host.run(benv.wrap(argv), env=benv.env, replace_env=True, cwd=benv.build_dir,
-                      timeout=timeout, on_output=sink)
+    with _fs_order(host, benv, label):
+        result = host.run(benv.wrap(argv), env=benv.env, replace_env=True, cwd=benv.build_dir,
+                          timeout=timeout, on_output=sink)
     log = result.stdout + result.stderr
     if result.exit_code != 0:
         raise BuildFailed(label, f"python -m build exited {result.exit_code}", log[-TAIL:])
+    kcfg = kernels.config(source_dir_local, kernel_archs)
+    if kcfg is not None:
+        log += _build_kernels(host, benv, python, kcfg, label, timeout, sink, log)
 
     remote = _query_json(host, benv, [python, "-c", _LIST_PY, benv.out_dir], label)
-    _check_outputs(label, remote, log)
+    _check_outputs(label, remote, log, kcfg is not None)
     artifacts, subjects = _fetch(host, benv, remote, Path(local_dir))
 
     environment = {**benv.record_environment, "toolchain": toolchain,
                    "command": ["python", "-m", "build", "--no-isolation", "--wheel", "--sdist",
                                "--outdir", "${BUILD_DIR}/out", "${BUILD_DIR}/src"]}
+    if kcfg is not None:
+        environment["kernels"] = {**kcfg.record(), "command": kernels.shown_command(kcfg)}
     byproducts = [
         {"name": f"build-{label}.log", "digest": {"sha256": hashlib.sha256(log.encode()).hexdigest()}},
         {"name": "source-tree-manifest", "digest": {"sha256": source_digest}},
     ]
     record = build_record(candidate=candidate, ref=as_ref(candidate), label=label,
                           host_name=host.name, environment=environment,
-                          varied=benv.record_varied, started=result.started_at,
-                          finished=result.ended_at, byproducts=byproducts, source_uri=source_uri)
+                          varied={**benv.record_varied, **({"placement": placement} if placement else {})},
+                          started=result.started_at,
+                          finished=result.ended_at, byproducts=byproducts, source_uri=source_uri,
+                          targets=["wheel", "sdist"] + (["kernels"] if kcfg is not None else []))
     return BuildResult(label=label, record=record, artifacts=artifacts, subjects=subjects, log=log)
 
 
@@ -127,8 +140,9 @@ def build_twice(host_a: Host, host_b: Host, candidate: dict, source_dir: str | P
                 workroot: str, *, local_dir: str | Path | None = None,
                 python_a: str | None = None, python_b: str | None = None,
                 timeout: float = BUILD_TIMEOUT_S, progress: Progress | None = None,
-                source_uri: str | None = None,
-                enabled: tuple[str, ...] = variations.NAMES) -> tuple[BuildResult, BuildResult]:
+                source_uri: str | None = None, enabled: tuple[str, ...] = variations.NAMES,
+                placements: tuple[dict | None, dict | None] = (None, None),
+                kernel_archs: tuple[int, ...] | None = None) -> tuple[BuildResult, BuildResult]:
     """Build a and b one after the other, b with every ENABLED variation (builders.variations).
 
     WORKROOT is the path used on the hosts; artifacts come back into LOCAL_DIR/{a,b}
@@ -137,14 +151,31 @@ def build_twice(host_a: Host, host_b: Host, candidate: dict, source_dir: str | P
     fetched = Path(local_dir) if local_dir is not None else Path(workroot) / "artifacts"
     a = build(host_a, candidate, source_dir, "a", build_dir(workroot, "a"), python=python_a, workroot=workroot,
               local_dir=fetched / "a", timeout=timeout, progress=progress, source_uri=source_uri,
-              plan=variations.plan_for("a"))
+              plan=variations.plan_for("a"), placement=placements[0], kernel_archs=kernel_archs)
     plan_b = variations.plan_for("b", enabled)
     dir_b = build_dir(workroot, plan_b["build_path"])
     if host_b.exists(dir_b):  # build_path not varied: b reuses a's path, a's artifacts are fetched
         host_b.remove(dir_b)
     b = build(host_b, candidate, source_dir, "b", dir_b, python=python_b, workroot=workroot,
-              local_dir=fetched / "b", timeout=timeout, progress=progress, source_uri=source_uri, plan=plan_b)
+              local_dir=fetched / "b", timeout=timeout, progress=progress, source_uri=source_uri, plan=plan_b,
+              placement=placements[1], kernel_archs=kernel_archs)
     return a, b
+
+
+@contextmanager
+def _fs_order(host: Host, benv: BuildEnv, label: str):
+    """The source read through disorderfs while the build runs, when the plan varies fs_order; the
+    mount is undone whatever happens, so that the build directory can be removed."""
+    if benv.plan.get("fs_order") != "b" or "fs_order" in benv.missing:
+        yield
+        return
+    mounted = host.run(variations.fs_order_mount(benv.src_dir), timeout=QUERY_TIMEOUT_S)
+    if mounted.exit_code != 0:
+        raise BuildFailed(label, f"disorderfs over the source exited {mounted.exit_code}", mounted.stderr[-TAIL:])
+    try:
+        yield
+    finally:
+        host.run(variations.fs_order_unmount(benv.src_dir), timeout=QUERY_TIMEOUT_S).check()
 
 
 def build_dir(workroot: str, side: str) -> str:
@@ -174,12 +205,34 @@ def _query_json(host: Host, benv: BuildEnv, argv: list[str], label: str) -> dict
         raise BuildFailed(label, f"query printed no JSON: {res.stdout[-200:]!r}") from exc
 
 
-def _check_outputs(label: str, remote: dict, log: str) -> None:
+def _build_kernels(host: Host, benv: BuildEnv, python: str, cfg: kernels.KernelsConfig, label: str,
+                   timeout: float, sink, log: str) -> str:
+    """The source's AOT kernels step (builders.kernels), after the wheel, in the same environment."""
+    listed = _query_json(host, benv, [python, "-c", _LIST_PY, benv.out_dir], label)
+    wheel = next((n for n in sorted(listed) if n.endswith(".whl")), None)
+    if wheel is None:
+        raise BuildFailed(label, "the kernels step needs the wheel, and the build left none", log[-TAIL:])
+    argvs, extra, _ = kernels.steps(cfg, python, benv.build_dir, benv.out_dir, wheel,
+                                    int(benv.env["SOURCE_DATE_EPOCH"]))
+    out = ""
+    for argv in argvs:
+        res = host.run(benv.wrap(argv), env={**benv.env, **extra}, replace_env=True, cwd=benv.build_dir,
+                       timeout=timeout, on_output=sink)
+        out += res.stdout + res.stderr
+        if res.exit_code != 0:
+            raise BuildFailed(label, f"kernels step `python {' '.join(argv[1:3])}` exited {res.exit_code}",
+                              out[-TAIL:])
+    return out
+
+
+def _check_outputs(label: str, remote: dict, log: str, with_kernels: bool = False) -> None:
     wheels = [n for n in remote if n.endswith(".whl")]
     sdists = [n for n in remote if n.endswith(".tar.gz")]
-    others = sorted(set(remote) - set(wheels) - set(sdists))
-    if len(wheels) != 1 or len(sdists) != 1 or others:
-        raise BuildFailed(label, f"expected one wheel and one sdist, got {sorted(remote)}", log[-TAIL:])
+    kernel_tars = [n for n in remote if n.endswith(kernels.SUFFIX)]
+    others = sorted(set(remote) - set(wheels) - set(sdists) - set(kernel_tars))
+    if len(wheels) != 1 or len(sdists) != 1 or others or len(kernel_tars) != int(with_kernels):
+        want = "one wheel, one sdist and one kernels tar" if with_kernels else "one wheel and one sdist"
+        raise BuildFailed(label, f"expected {want}, got {sorted(remote)}", log[-TAIL:])
 
 
 def _fetch(host: Host, benv: BuildEnv, remote: dict, local_dir: Path) -> tuple[list[Path], list[dict]]:

@@ -26,8 +26,8 @@ class Reproduction:
     record: dict
 
     def summary(self) -> dict:
-        """What `assay reproduce --json` prints."""
-        return result_json(self.record)
+        """What `assay reproduce --json` prints, with where each build ran (its receipt's placement)."""
+        return {**result_json(self.record), "hosts": {b.label: _placement_of(b) for b in self.builds}}
 
 
 @dataclass
@@ -44,6 +44,7 @@ class Rebuild:
     python_b: str | None = None
     timeout: float = recipe.BUILD_TIMEOUT_S
     progress: recipe.Progress | None = None
+    kernel_archs: tuple[int, ...] | None = None
 
     def trial(self, name: str, plan: dict[str, str]) -> Path:
         other_machine = not (isinstance(self.host_a, LocalHost) and isinstance(self.host_b, LocalHost))
@@ -57,7 +58,7 @@ class Rebuild:
             shutil.rmtree(out)
         built = recipe.build(host, self.candidate, self.source_dir, f"trial-{name}", workdir, python=python,
                              workroot=self.workroot, local_dir=out, timeout=self.timeout, progress=self.progress,
-                             plan=plan)
+                             plan=plan, kernel_archs=self.kernel_archs)
         return built.artifacts[0].parent
 
 
@@ -65,15 +66,18 @@ def reproduce(host_a: Host, host_b: Host, candidate: dict, source_dir: str | Pat
               local_dir: str | Path, enabled: tuple[str, ...] = variations.NAMES, waivers: Iterable[dict] = (),
               python_a: str | None = None, python_b: str | None = None, timeout: float = recipe.BUILD_TIMEOUT_S,
               progress: recipe.Progress | None = None, say: Callable[[str], None] | None = None,
-              source_uri: str | None = None) -> Reproduction:
+              source_uri: str | None = None,
+              placements: tuple[dict | None, dict | None] = (None, None),
+              kernel_archs: tuple[int, ...] | None = None) -> Reproduction:
     """Build a and b (b with the ENABLED variations), compare, and explain every difference."""
     local = Path(local_dir)
     builds = recipe.build_twice(host_a, host_b, candidate, source_dir, workroot, local_dir=local / "artifacts",
                                 python_a=python_a, python_b=python_b, timeout=timeout, progress=progress,
-                                source_uri=source_uri, enabled=enabled)
+                                source_uri=source_uri, enabled=enabled, placements=placements,
+                                kernel_archs=kernel_archs)
     record = compare(builds[0].artifacts[0].parent, builds[1].artifacts[0].parent, candidate, waivers=waivers)
     rebuild = Rebuild(host_a, host_b, candidate, Path(source_dir), workroot, local, python_a, python_b, timeout,
-                      progress)
+                      progress, kernel_archs)
     record = explain(record, builds, rebuild, enabled, local / "evidence", say=say)
     return Reproduction(builds, record)
 
@@ -99,6 +103,11 @@ def result_json(record: dict) -> dict:
     return {"identical": record["difference_count"] == 0, "verdict": record["verdict"],
             "differences": bis["differences"], "trials": bis["trials"], "variations": record["variations"],
             "evidence": record.get("evidence", [])}
+
+
+def _placement_of(build: recipe.BuildResult) -> dict:
+    varied = build.record["buildDefinition"]["internalParameters"]["varied"]
+    return varied.get("placement") or {"kind": "given", "host": varied["host"]}
 
 
 def _variations_of(build: recipe.BuildResult) -> dict:

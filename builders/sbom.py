@@ -12,7 +12,7 @@ from pathlib import Path
 
 from builders.sbom_cyclonedx import cyclonedx_bom
 from builders.sbom_spdx import spdx_document
-from builders.wheel_meta import read_wheel
+from builders.wheel_meta import ArtifactFile, read_wheel
 
 # Keys as releases.release_dir names the formats (ReleaseDir.add_sbom(path, fmt)).
 SPDX = "spdx-2.3"
@@ -33,8 +33,10 @@ def cyclonedx_json(wheel: str | Path, candidate: dict) -> bytes:
     return sbom_bytes(cyclonedx_bom(read_wheel(wheel), candidate))
 
 
-def write_sboms(wheel: str | Path, candidate: dict, out_dir: str | Path) -> dict[str, Path]:
-    """Write <wheel stem>.spdx.json and <wheel stem>.cdx.json into OUT_DIR.
+def write_sboms(wheel: str | Path, candidate: dict, out_dir: str | Path,
+                kernels: str | Path | None = None) -> dict[str, Path]:
+    """Write <wheel stem>.spdx.json and <wheel stem>.cdx.json into OUT_DIR; KERNELS (the build's AOT
+    kernels artifact) is named in both by its digests.
 
     Returns {"spdx-2.3": path, "cyclonedx-1.5": path}.
     """
@@ -43,8 +45,9 @@ def write_sboms(wheel: str | Path, candidate: dict, out_dir: str | Path) -> dict
     info = read_wheel(wheel)
     stem = wheel.name[: -len(".whl")] if wheel.name.endswith(".whl") else wheel.stem
     paths = {SPDX: out / f"{stem}{SPDX_SUFFIX}", CYCLONEDX: out / f"{stem}{CDX_SUFFIX}"}
-    paths[SPDX].write_bytes(sbom_bytes(spdx_document(info, candidate, tool=_tool())))
-    paths[CYCLONEDX].write_bytes(sbom_bytes(cyclonedx_bom(info, candidate)))
+    extra = ArtifactFile.of(kernels) if kernels is not None else None
+    paths[SPDX].write_bytes(sbom_bytes(spdx_document(info, candidate, tool=_tool(), kernels=extra)))
+    paths[CYCLONEDX].write_bytes(sbom_bytes(cyclonedx_bom(info, candidate, kernels=extra)))
     return paths
 
 

@@ -15,10 +15,10 @@ from cyclonedx.validation.json import JsonStrictValidator
 from packageurl import PackageURL
 
 from builders.errors import SbomError
-from builders.wheel_meta import WheelInfo
+from builders.wheel_meta import ArtifactFile, WheelInfo
 
 
-def cyclonedx_bom(info: WheelInfo, candidate: dict) -> dict:
+def cyclonedx_bom(info: WheelInfo, candidate: dict, kernels: ArtifactFile | None = None) -> dict:
     """The CycloneDX 1.5 BOM as a JSON-ready dict; raises SbomError if the schema rejects it."""
     created = dt.datetime.fromtimestamp(candidate["source_date_epoch"], dt.timezone.utc)
     purl = PackageURL(type="pypi", name=info.name.lower(), version=info.version)
@@ -48,6 +48,12 @@ def cyclonedx_bom(info: WheelInfo, candidate: dict) -> dict:
     bom.register_dependency(main, deps)
     for dep in deps:
         bom.register_dependency(dep, [])
+    if kernels is not None:   # the build's AOT kernels: compiled from this package's source
+        kc = Component(type=ComponentType.FILE, name=kernels.name, bom_ref=f"kernels:{kernels.name}",
+                       hashes=[HashType(alg=HashAlgorithm.SHA_256, content=kernels.sha256)],
+                       properties=[Property(name="assay:kind", value="aot-kernels")])
+        bom.components.add(kc)
+        bom.register_dependency(kc, [])
     text = JsonV1Dot5(bom).output_as_string()
     error = JsonStrictValidator(SchemaVersion.V1_5).validate_str(text)
     if error is not None:

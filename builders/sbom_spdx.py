@@ -14,12 +14,12 @@ from spdx_tools.spdx.spdx_element_utils import calculate_package_verification_co
 from spdx_tools.spdx.validation.document_validator import validate_full_spdx_document
 
 from builders.errors import SbomError
-from builders.wheel_meta import WheelInfo
+from builders.wheel_meta import ArtifactFile, WheelInfo
 
 NAMESPACE_BASE = "https://assay.dev/spdx"
 
 
-def spdx_document(info: WheelInfo, candidate: dict, tool: str) -> dict:
+def spdx_document(info: WheelInfo, candidate: dict, tool: str, kernels: ArtifactFile | None = None) -> dict:
     """The SPDX document as a JSON-ready dict; raises SbomError if spdx-tools finds it invalid."""
     created = dt.datetime.fromtimestamp(candidate["source_date_epoch"], dt.timezone.utc)
     # Same wheel bytes -> same namespace; a different wheel can never reuse one.
@@ -55,7 +55,16 @@ def spdx_document(info: WheelInfo, candidate: dict, tool: str) -> dict:
             relationships.append(Relationship(pkg.spdx_id, RelationshipType.OPTIONAL_DEPENDENCY_OF, main_id))
         else:
             relationships.append(Relationship(main_id, RelationshipType.DEPENDS_ON, pkg.spdx_id))
-    document = Document(creation_info=creation, packages=[main, *deps], files=files,
+    extra = []
+    if kernels is not None:   # the build's AOT kernels: compiled from this package's source
+        extra = [Package(spdx_id="SPDXRef-Package-kernels", name=kernels.name, file_name=kernels.name,
+                         download_location=SpdxNoAssertion(), files_analyzed=False,
+                         checksums=[Checksum(ChecksumAlgorithm.SHA1, kernels.sha1),
+                                    Checksum(ChecksumAlgorithm.SHA256, kernels.sha256)],
+                         comment="ahead-of-time compiled GPU kernels (cubins) of the package above")]
+        relationships += [Relationship("SPDXRef-DOCUMENT", RelationshipType.DESCRIBES, "SPDXRef-Package-kernels"),
+                          Relationship("SPDXRef-Package-kernels", RelationshipType.GENERATED_FROM, main_id)]
+    document = Document(creation_info=creation, packages=[main, *deps, *extra], files=files,
                         relationships=relationships)
     problems = validate_full_spdx_document(document)
     if problems:

@@ -16,7 +16,8 @@ host, not only named in a variable:
               SOURCE_DATE_EPOCH stays the commit's, so only a build that reads the clock differs
   home_dir    HOME inside the build directory: `home` vs `elsewhere/home-b`
   env_noise   variables of different names, values and lengths that no build should read
-  fs_order    directory listing order: needs disorderfs (FUSE); never available here, recorded so
+  fs_order    directory listing order: b's source is read through a disorderfs (FUSE) mount that
+              shuffles every directory's entries; needs disorderfs and /dev/fuse on the host
 
 A variation whose tool is missing or refused on the host (probe) is not varied, and the record
 says why, never pretending it was.
@@ -84,8 +85,26 @@ def probe(host: Host, python: str) -> dict[str, str]:
                      timeout=30)
     if clock.exit_code != 0 or not clock.stdout.strip().isdigit():
         missing["time"] = f"libfaketime (`faketime`) unavailable on {host.name}: {_why(clock)}"
-    missing["fs_order"] = "disorderfs (FUSE) is not used: the listing order is the file system's own"
+    fuse = host.run(["sh", "-c", _FS_ORDER_PROBE], timeout=30)
+    if fuse.exit_code != 0 or fuse.stdout.split() != ["ok"]:
+        missing["fs_order"] = f"disorderfs (FUSE) cannot mount on {host.name}: {_why(fuse)}"
     return missing
+
+
+# A real mount and unmount in a scratch directory: disorderfs installed, /dev/fuse present, allowed.
+_FS_ORDER_PROBE = ('d=$(mktemp -d) && mkdir "$d/r" "$d/m" && disorderfs -q --shuffle-dirents=yes "$d/r" "$d/m" '
+                   '&& { fusermount -u "$d/m" 2>/dev/null || umount "$d/m"; } && rm -rf "$d" && echo ok')
+
+
+def fs_order_mount(src_dir: str) -> list[str]:
+    """Move SRC_DIR aside and show it again at SRC_DIR through disorderfs (entries shuffled)."""
+    lower, src = shlex.quote(src_dir + ".lower"), shlex.quote(src_dir)
+    return ["sh", "-c", f"mv {src} {lower} && mkdir {src} && disorderfs -q --shuffle-dirents=yes {lower} {src}"]
+
+
+def fs_order_unmount(src_dir: str) -> list[str]:
+    src = shlex.quote(src_dir)
+    return ["sh", "-c", f"fusermount -u {src} 2>/dev/null || umount {src}"]
 
 
 def _why(result) -> str:
@@ -162,7 +181,7 @@ def _value(name: str, side: str, shown_dir: str) -> str:
         return "${BUILD_DIR}/" + HOMES[side]
     if name == "env_noise":
         return f"noise set {side}"
-    return "file system order"
+    return "directory entries shuffled (disorderfs)" if side == "b" else "the file system's own order"
 
 
 def summary(record_a: dict, record_b: dict, enabled: tuple[str, ...]) -> dict[str, dict]:

@@ -80,3 +80,16 @@ def _dependencies(wheel: str, declared: list[str]) -> list[Dependency]:
     return [Dependency(name=name, requirements=tuple(sorted(str(r) for r in reqs)),
                        optional=all("extra" in str(r.marker or "") for r in reqs))
             for name, reqs in sorted(by_name.items())]
+
+
+@dataclass(frozen=True)
+class ArtifactFile:
+    """Another artifact of the same build, named in the SBOMs by its digests (the AOT kernels)."""
+    name: str
+    sha1: str
+    sha256: str
+
+    @classmethod
+    def of(cls, path) -> "ArtifactFile":
+        data = Path(path).read_bytes()
+        return cls(Path(path).name, hashlib.sha1(data).hexdigest(), hashlib.sha256(data).hexdigest())

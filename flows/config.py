@@ -165,6 +165,12 @@ class Config:
         return int(self.raw["build"].get("timeout_s", 1200))
 
     @property
+    def kernel_archs(self) -> tuple[int, ...] | None:
+        """The GPU archs the AOT kernels step compiles for; None: the source's own list."""
+        archs = self.raw["build"].get("kernel_archs")
+        return tuple(archs) if archs else None
+
+    @property
     def lanes(self) -> list[Lane]:
         lanes = []
         for i, lane in enumerate(self.raw["lanes"]):

@@ -1,5 +1,6 @@
 """Host names in assay.toml to Host objects: `local` is this machine unless the inventory says
-otherwise; every other name comes from the inventory."""
+otherwise; every other name comes from the inventory. A build host may also be `container`, a
+build-host container started for the build (flows/build_hosts.py opens the two build hosts)."""
 
 from __future__ import annotations
 

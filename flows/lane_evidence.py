@@ -13,7 +13,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from builders import recipe, snapshot
+from builders import kernels, recipe, snapshot
 from flows.config import Config, ConfigError, Lane
 from gates.judged.run import KINDS as VERDICT_KINDS
 from hosts.local import LocalHost
@@ -64,14 +64,18 @@ def pending_reason(evidence: Evidence, wheel: Path) -> str:
 
 def build_candidate_wheel(cfg: Config, ref: str, dest: str | Path, progress=None) -> tuple[dict, Path]:
     """(candidate record, wheel path in DEST) of REF, built once here with the release recipe: the
-    bytes the release run would build (it proves them identical twice)."""
+    bytes the release run would build (it proves them identical twice). The build's AOT kernels
+    artifact, when it makes one, is copied into DEST beside the wheel."""
     candidate = snapshot.freeze(cfg.source, ref=ref, subdir=cfg.subdir, version_label=cfg.version_label)
     with tempfile.TemporaryDirectory(prefix="assay-candidate-wheel-") as tmp:
         source = snapshot.export_source(cfg.source, candidate, Path(tmp) / "source")
         result = recipe.build(LocalHost("local"), candidate, source, "a", str(Path(tmp) / "build"),
-                              python=cfg.build_pythons[0], timeout=cfg.build_timeout_s, progress=progress)
+                              python=cfg.build_pythons[0], timeout=cfg.build_timeout_s, progress=progress,
+                              kernel_archs=cfg.kernel_archs)
         wheel = next(p for p in result.artifacts if p.suffix == ".whl")
         Path(dest).mkdir(parents=True, exist_ok=True)
+        for tar in (p for p in result.artifacts if p.name.endswith(kernels.SUFFIX)):
+            shutil.copy2(tar, Path(dest) / tar.name)   # beside the wheel, where a lane's install finds it
         return candidate, Path(shutil.copy2(wheel, Path(dest) / wheel.name))
 
 

@@ -19,7 +19,7 @@ from builders import provenance, snapshot, variations
 from builders.errors import SnapshotError
 from builders.reproduce import reproduce as run_reproduce
 from flows.config import load_config
-from flows.hostmap import host_for
+from flows import build_hosts
 from releases import exit_codes
 
 console = Console(markup=False, emoji=False)
@@ -60,12 +60,12 @@ def reproduce(
         err.print(Text(f"reproduce: {exc}"))
         raise typer.Exit(exit_codes.BAD_INPUT)
     src = snapshot.export_source(repo, candidate, root / "source")
-    host_a, host_b = (host_for(cfg, name) for name in cfg.build_hosts)
     say = (lambda line: None) if as_json else (lambda line: err.print(Text(line)))
-    result = run_reproduce(host_a, host_b, candidate, src, str(root / "build"), local_dir=root, enabled=enabled,
-                           python_a=cfg.build_pythons[0], python_b=cfg.build_pythons[1],
-                           timeout=cfg.build_timeout_s, say=say,
-                           source_uri=provenance.repository_uri(repo, cfg.source_uri))
+    with build_hosts.opened(cfg, log=say) as bh:
+        result = run_reproduce(*bh.hosts, candidate, src, str(root / "build"), local_dir=root, enabled=enabled,
+                               python_a=bh.pythons[0], python_b=bh.pythons[1], placements=bh.placements,
+                               timeout=cfg.build_timeout_s, say=say, kernel_archs=cfg.kernel_archs,
+                               source_uri=provenance.repository_uri(repo, cfg.source_uri))
     summary = result.summary()
     (root / "reproducibility.json").write_text(json.dumps(result.record, indent=2) + "\n")
     if as_json:
@@ -80,6 +80,11 @@ def _show(summary: dict, root: Path) -> None:
     for name, v in summary["variations"].items():
         table.add_row(Text(name), Text(v["a"]), Text(v["b"]), Text("yes" if v["varied"] else f"no: {v.get('not_varied', '')}"))
     console.print(table)
+    for label, where in summary["hosts"].items():
+        line = f"build {label}: on {where['kind']} host {where['host']!r}"
+        if where.get("fallback"):
+            line += f" (no container: {where['fallback']})"
+        console.print(Text(line))
     if summary["identical"]:
         console.print(Text("identical: every artifact is the same byte for byte"))
         return

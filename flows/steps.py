@@ -4,15 +4,16 @@ the release, nightly and qualify flows share the build and the lane steps."""
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from pathlib import Path
 
 from prefect import get_run_logger, task
 from prefect.runtime import task_run
 from prefect.artifacts import create_link_artifact, create_markdown_artifact, create_table_artifact
 
-from builders import compare, provenance, recipe, reproduce, sbom, snapshot, variations
+from builders import compare, kernels, provenance, recipe, reproduce, sbom, snapshot, variations
 from builders.incumbent import resolve_incumbent
-from flows import judged_evidence, lane_evidence, summaries
+from flows import build_hosts, judged_evidence, lane_evidence, summaries
 from flows.config import Config, Lane
 from flows.results import PERSISTED
 from flows.errors import GateFailed, LaneFailed, LaneHardwarePending, NotReproducible, StagedReleaseInvalid
@@ -74,12 +75,13 @@ def build_twice(cfg: Config, ws: Workspace, candidate: dict, stage: bool = True)
     log = get_run_logger()
     ws.clear_build()  # what a build killed part-way left (a finished build is a cached result: never here)
     snapshot.export_source(cfg.source, candidate, ws.source)
-    host_a, host_b = (host_for(cfg, name) for name in cfg.build_hosts)
-    builds = recipe.build_twice(host_a, host_b, candidate, ws.source, ws.build_root(cfg.build_hosts),
-                                timeout=cfg.build_timeout_s, local_dir=ws.root / "artifacts",
-                                python_a=cfg.build_pythons[0], python_b=cfg.build_pythons[1],
-                                source_uri=provenance.repository_uri(cfg.source, cfg.source_uri),
-                                progress=lambda label, stream, text: log.info("build %s: %s", label, text.rstrip()))
+    with build_hosts.opened(cfg, log=log.info) as bh:
+        builds = recipe.build_twice(*bh.hosts, candidate, ws.source, ws.build_root(cfg.build_hosts),
+                                    timeout=cfg.build_timeout_s, local_dir=ws.root / "artifacts",
+                                    python_a=bh.pythons[0], python_b=bh.pythons[1], placements=bh.placements,
+                                    kernel_archs=cfg.kernel_archs,
+                                    source_uri=provenance.repository_uri(cfg.source, cfg.source_uri),
+                                    progress=lambda label, stream, text: log.info("build %s: %s", label, text.rstrip()))
     if stage:
         staged = stager(cfg, ws)
         for build in builds:
@@ -95,11 +97,13 @@ def compare_builds(cfg: Config, ws: Workspace, candidate: dict, builds, waivers:
     log = get_run_logger()
     a, b = builds
     record = compare.compare(a.artifacts[0].parent, b.artifacts[0].parent, candidate, waivers=waivers)
-    host_a, host_b = (host_for(cfg, name) for name in cfg.build_hosts)
-    rebuild = reproduce.Rebuild(host_a, host_b, candidate, ws.source, ws.build_root(cfg.build_hosts),
-                                ws.root / "bisection", cfg.build_pythons[0], cfg.build_pythons[1], cfg.build_timeout_s)
     evidence = ws.root / "evidence" / "reproducibility"
-    record = reproduce.explain(record, builds, rebuild, variations.NAMES, evidence, say=log.info)
+    # The build hosts (a build-host container among them) are started again only to bisect a difference.
+    with build_hosts.opened(cfg, log=log.info) if record["difference_count"] else nullcontext() as bh:
+        rebuild = bh and reproduce.Rebuild(*bh.hosts, candidate, ws.source, ws.build_root(cfg.build_hosts),
+                                           ws.root / "bisection", *bh.pythons, cfg.build_timeout_s,
+                                           kernel_archs=cfg.kernel_archs)
+        record = reproduce.explain(record, builds, rebuild, variations.NAMES, evidence, say=log.info)
     subjects = [subject(f["name"], f["a_sha256"]) for f in record["files"] if f["a_sha256"]]
     stager(cfg, ws).add_receipt("reproducibility", subjects, record)
     create_markdown_artifact(key="reproducibility", markdown=summaries.reproducibility_md(record),
@@ -116,10 +120,11 @@ def compare_builds(cfg: Config, ws: Workspace, candidate: dict, builds, waivers:
 
 @task(name="package artifacts, SBOMs and sums", **PERSISTED)
 def package_release(cfg: Config, ws: Workspace, candidate: dict, builds) -> None:
-    """Stage build a's artifacts, both SBOMs of the wheel and SHA256SUMS."""
+    """Stage build a's artifacts (wheel, sdist, AOT kernels), both SBOMs of the wheel and SHA256SUMS."""
     staged = stager(cfg, ws)
-    entries = [staged.add_artifact(p, "wheel" if p.suffix == ".whl" else "sdist") for p in builds[0].artifacts]
-    for fmt, path in sbom.write_sboms(wheel_of(builds[0]), candidate, ws.root / "sbom").items():
+    entries = [staged.add_artifact(p, kernels.artifact_kind(p.name)) for p in builds[0].artifacts]
+    kernels_tar = next((p for p in builds[0].artifacts if p.name.endswith(kernels.SUFFIX)), None)
+    for fmt, path in sbom.write_sboms(wheel_of(builds[0]), candidate, ws.root / "sbom", kernels=kernels_tar).items():
         entries.append(staged.add_sbom(path, fmt))
     staged.write_sums()
     create_table_artifact(key="artifacts", table=summaries.assets_table(entries), description="Release assets")

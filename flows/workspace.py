@@ -7,6 +7,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from flows.build_hosts import ON_THIS_MACHINE
 from flows.config import Config
 
 
@@ -33,9 +34,10 @@ class Workspace:
         return self.root / "builds"
 
     def build_root(self, hosts: list[str]) -> str:
-        """Where both builds happen: under the workspace when every build host is this machine,
-        else a per-run folder in the remote hosts' /tmp (the same path on each)."""
-        if all(h == "local" for h in hosts):
+        """Where both builds happen: under the workspace when every build host is this machine or
+        a build-host container started for the run (fresh: the path is free there too), else a
+        per-run folder in the remote hosts' /tmp (the same path on each)."""
+        if all(h in ON_THIS_MACHINE for h in hosts):
             return str(self.builds)
         return f"/tmp/assay-builds/{self.root.name}"
 

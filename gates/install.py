@@ -15,6 +15,7 @@ from releases.canonical import file_sha256
 # .pth line instead of downloading them: lanes must run offline, and the pinned dependency set is
 # the one the incumbent was qualified with. The wheel itself is installed with --no-deps, and the
 # identity phase checks that `engine` resolves inside the fresh environment.
+ENV_KERNELS = "ENGINE_KERNELS_ARTIFACT"   # engine.kernels.aot_cache.ENV_ARTIFACT
 _SITE = "import sysconfig; print(sysconfig.get_paths()['purelib'])"
 
 
@@ -23,12 +24,17 @@ class Installed:
     python: str
     venv: str
     wheel_sha256: str
+    kernels: str | None = None     # the build's AOT kernels artifact on the host, when it has one
 
     @property
     def env(self) -> dict[str, str]:
         """A clean environment for the lane's commands: PYTHONPATH and friends from whoever started
-        the flow (a worker puts its project on PYTHONPATH) must not reach the engine under test."""
-        return clean_env(self.venv)
+        the flow (a worker puts its project on PYTHONPATH) must not reach the engine under test.
+        The engine finds the build's kernels artifact through ENGINE_KERNELS_ARTIFACT."""
+        env = clean_env(self.venv)
+        if self.kernels:
+            env[ENV_KERNELS] = self.kernels
+        return env
 
     @property
     def cwd(self) -> str:
@@ -42,8 +48,26 @@ def clean_env(home: str) -> dict[str, str]:
             "LC_ALL": "C.UTF-8", "LANG": "C.UTF-8", "TZ": "UTC"}
 
 
-def install_wheel(host, wheel: Path, workdir: str, base_python: str, timeout: float = 600) -> tuple[Installed, dict]:
-    """Create `workdir/venv`, install the wheel into it, return the interpreter to use."""
+def kernels_beside(wheel: Path) -> Path | None:
+    """The build's kernels artifact next to its wheel (NAME-VERSION-kernels.tar), if the build made one."""
+    name, version = Path(wheel).name.split("-")[:2]
+    found = Path(wheel).with_name(f"{name}-{version}-kernels.tar")
+    return found if found.is_file() else None
+
+
+def put_kernels(host, kernels: Path, workdir: str) -> tuple[str, str]:
+    """(path on the host, sha256) of the kernels artifact copied into WORKDIR, its digest checked."""
+    remote = posixpath.join(workdir, Path(kernels).name)
+    local_sha, remote_sha = file_sha256(kernels), host.put(kernels, remote)
+    if remote_sha != local_sha:
+        raise PhaseFailed("kernels artifact digest changed in transfer", {"local": local_sha, "remote": remote_sha})
+    return remote, local_sha
+
+
+def install_wheel(host, wheel: Path, workdir: str, base_python: str, timeout: float = 600,
+                  kernels: Path | None = None) -> tuple[Installed, dict]:
+    """Create `workdir/venv`, install the wheel into it, return the interpreter to use.
+    KERNELS (the build's AOT kernels artifact) is copied beside it and handed to the engine."""
     wheel = Path(wheel)
     venv = posixpath.join(workdir, "venv")
     remote_wheel = posixpath.join(workdir, wheel.name)
@@ -64,7 +88,12 @@ def install_wheel(host, wheel: Path, workdir: str, base_python: str, timeout: fl
                       env=clean_env(workdir), replace_env=True, cwd=workdir, timeout=timeout)
     if result.exit_code != 0:
         raise PhaseFailed("pip could not install the wheel", {"exit_code": result.exit_code, "stderr_tail": result.stderr[-2000:]})
-    return Installed(python=python, venv=venv, wheel_sha256=local_sha), {"wheel": wheel.name, "wheel_sha256": local_sha}
+    facts = {"wheel": wheel.name, "wheel_sha256": local_sha}
+    remote_kernels = None
+    if kernels is not None:
+        remote_kernels, facts["kernels_sha256"] = put_kernels(host, kernels, workdir)
+        facts["kernels"] = Path(kernels).name
+    return Installed(python=python, venv=venv, wheel_sha256=local_sha, kernels=remote_kernels), facts
 
 
 _IDENTITY = (

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from gates.install import Installed, install_wheel
+from gates.install import Installed, install_wheel, kernels_beside, put_kernels
 from gates.phases import PhaseFailed
 from gates.public import scrub_text
 from gates.spec import LaneSpec
@@ -104,11 +104,14 @@ class LaneRuntime:
         venv = self.path("venv")
         marker = posixpath.join(venv, "assay-wheel.sha256")
         r = self.host.run(["cat", marker], timeout=60)
+        kernels = kernels_beside(self.wheel)   # the build's AOT kernels, when it made them
         if r.exit_code == 0 and r.stdout.strip() == self.wheel_sha256:
+            remote = put_kernels(self.host, kernels, self.workdir)[0] if kernels else None
             self.installed = Installed(python=posixpath.join(venv, "bin", "python"), venv=venv,
-                                       wheel_sha256=self.wheel_sha256)
+                                       wheel_sha256=self.wheel_sha256, kernels=remote)
             return self.installed
-        self.installed, self.shared["install"] = install_wheel(self.host, self.wheel, self.workdir, self.base_python)
+        self.installed, self.shared["install"] = install_wheel(self.host, self.wheel, self.workdir, self.base_python,
+                                                               kernels=kernels)
         self.host.run(f"printf %s {self.wheel_sha256} > {shlex.quote(marker)}", timeout=60).check()
         return self.installed
 

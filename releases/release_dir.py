@@ -74,8 +74,8 @@ class ReleaseDir:
         return {"path": PUBLIC_KEY, "key_id": key_id(public_key), "sha256": sha}
 
     def add_artifact(self, src: str | Path, kind: str) -> dict:
-        if kind not in ("wheel", "sdist"):
-            raise RecordError(f"artifact kind {kind!r} is not wheel or sdist", where=str(Path(src).name))
+        if kind not in ("wheel", "sdist", "kernels"):
+            raise RecordError(f"artifact kind {kind!r} is not wheel, sdist or kernels", where=str(Path(src).name))
         return {**self._copy(src, f"artifacts/{Path(src).name}"), "kind": kind}
 
     def add_sbom(self, src: str | Path, fmt: str) -> dict:

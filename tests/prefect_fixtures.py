@@ -49,7 +49,18 @@ def engine_repo(tmp_path_factory) -> Path:
             (repo / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(src, repo / rel)
     (repo / ".gitignore").write_text("__pycache__/\n*.pyc\n")
+    one_arch_kernels(repo)
     _git(repo, "init", "-q", "-b", "main")
     _git(repo, "add", "-A")
     _git(repo, "commit", "-q", "-m", "engine source for the flow tests")
     return repo
+
+
+def one_arch_kernels(repo: Path) -> None:
+    """The flow tests' builds compile the AOT kernels for sm_90 only: the four archs cost minutes a
+    build on the test machine; `make run` and tests/builders/test_engine_build.py build them all."""
+    pyproject = repo / "engine" / "pyproject.toml"
+    table = '[tool.assay.kernels]\nmodule = "engine.kernels.aot_build"\n'
+    text = pyproject.read_text()
+    if table in text:
+        pyproject.write_text(text.replace(table, table + "archs = [90]\n"))

@@ -26,6 +26,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--top-p", type=float, default=1.0)
     p.add_argument("--seed", type=int, default=None)
     p.add_argument("--device", default="auto")
+    p.add_argument("--kernels", help="AOT kernels artifact (a build's *-kernels.tar; default: "
+                   "$ENGINE_KERNELS_ARTIFACT; none: Triton compiles just in time)")
     p.add_argument("--ignore-eos", action="store_true", help="always generate --max-new-tokens tokens")
     p.add_argument("--json", action="store_true", help="print token ids, text and stats as JSON")
     p.add_argument("--chat", action="store_true",
@@ -40,8 +42,10 @@ def parse_ids(text: str) -> list[int]:
 
 
 def main(args: argparse.Namespace) -> int:
+    from engine.kernels.aot import KernelsUnavailable, status, use
     from engine.runtime.llm import LLM
     try:
+        use(getattr(args, "kernels", None))
         params = SamplingParams(max_new_tokens=args.max_new_tokens, temperature=args.temperature,
                                 top_p=args.top_p, seed=args.seed, ignore_eos=args.ignore_eos)
         llm = LLM(args.model, dtype=args.dtype, kv_dtype=args.kv_dtype, device=args.device,
@@ -57,16 +61,16 @@ def main(args: argparse.Namespace) -> int:
             res = llm.generate(ids, params)
         finally:
             llm.stop()
-    except (EngineError, ValueError) as e:
+    except (EngineError, ValueError, KernelsUnavailable) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    text = llm.tokenizer.decode(res.token_ids)
+    text = llm.tokenizer.decode_text(res.token_ids)
     if args.json:
         s = res.stats
         out = {"token_ids": res.token_ids, "text": text, "finish_reason": res.finish_reason,
                "stats": {"prompt_tokens": res.prompt_tokens, "generated_tokens": len(res.token_ids),
                          "prefill_tok_s": s["prefill_tok_s"], "decode_tok_s": s["decode_tok_s"],
-                         "spec": s["spec"]}}
+                         "spec": s["spec"]}, "kernels": status()}
         print(json.dumps(out, sort_keys=True))
     else:
         print(text)

@@ -34,7 +34,12 @@ class Tokenizer:
         return self._tok.encode(text, add_special_tokens=False).ids
 
     def decode(self, ids) -> str:
+        """Every token, special ones included (what a parity check compares)."""
         return self._tok.decode(list(ids), skip_special_tokens=False)
+
+    def decode_text(self, ids) -> str:
+        """The text a user reads: special tokens (end of turn, role markers) never appear in it."""
+        return self._tok.decode(list(ids), skip_special_tokens=True)
 
     def token_to_id(self, token: str) -> int | None:
         return self._tok.token_to_id(token)

@@ -73,9 +73,16 @@ class DecodeGraphs:
 
     def run(self, seqs, ahead: bool = False) -> torch.Tensor:
         """Logits [b, V]; the greedy ids are left in self.next_ids. ahead: see ModelRunner.decode."""
-        b = len(seqs)
-        bucket = next(s for s in self.sizes if s >= b)
         ids, pos, slots, _ = self.runner.decode_inputs(seqs, ahead)
+        return self.run_rows([(s.id, s.blocks, 1) for s in seqs], ids, pos, slots, ahead)
+
+    def run_rows(self, groups, ids, pos, slots, ahead: bool = False) -> torch.Tensor:
+        """Logits [rows, V] for rows given directly: groups lists (key, blocks, n_rows) in row
+        order, n_rows consecutive rows sharing one block table (a verification window feeds one
+        sequence's last token and its draft as rows at consecutive positions: the decode kernel,
+        given each row's own length, attends causally). The greedy ids are left in self.next_ids."""
+        b = len(ids)
+        bucket = next(s for s in self.sizes if s >= b)
         pad = bucket - b
         host = self._host[bucket][self._flip]
         self._flip ^= 1
@@ -85,12 +92,14 @@ class DecodeGraphs:
             inp[1:].copy_(host[1:], non_blocking=True)
         else:
             inp.copy_(host, non_blocking=True)
-        key = (bucket, tuple(s.id for s in seqs))
+        key = (bucket, tuple((k, n) for k, _, n in groups))
         if key != self._tables_for:
             ht = self._host_tables
             ht[:bucket].fill_(-1)
-            for i, s in enumerate(seqs):
-                ht[i, :len(s.blocks)] = torch.tensor(s.blocks, dtype=torch.int32)
+            r = 0
+            for _, blocks, n in groups:
+                ht[r:r + n, :len(blocks)] = torch.tensor(blocks, dtype=torch.int32)
+                r += n
             ht[b:bucket, 0] = self.scratch
             self.tables[:bucket].copy_(ht[:bucket], non_blocking=True)
             self._tables_for = key

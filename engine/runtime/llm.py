@@ -26,14 +26,19 @@ from engine.runtime.spec_ngram import MAX_DRAFT
 __all__ = ["LLM", "SessionState", "graph_buckets"]
 
 GRAPH_BATCH_SIZES = (1, 2, 4, 8, 16, 32)
+SPEC_GRAPH_ROWS = GRAPH_BATCH_SIZES + (64, 128)   # n-gram windows: draft_tokens + 1 rows a sequence
 # attention=: "auto" lets engine.kernels.ops.backend decide (ENGINE_KERNELS, then the device).
 ATTENTION_BACKENDS = ("auto", "torch", "triton")
 
 
-def graph_buckets(max_concurrency: int) -> list[int]:
-    """Batch sizes to capture: up to the first bucket that holds max_concurrency sequences."""
-    out = [b for b in GRAPH_BATCH_SIZES if b < max_concurrency]
-    return out + [b for b in GRAPH_BATCH_SIZES if b >= max_concurrency][:1]
+def graph_buckets(max_concurrency: int, rows_per_seq: int = 1) -> list[int]:
+    """Row counts to capture: up to the first bucket that holds max_concurrency sequences of
+    rows_per_seq rows each (n-gram speculation feeds a window of draft_tokens + 1 rows),
+    at most the largest listed size; a step with more rows runs eagerly."""
+    rows = max_concurrency * rows_per_seq
+    sizes = GRAPH_BATCH_SIZES if rows_per_seq == 1 else SPEC_GRAPH_ROWS
+    out = [b for b in sizes if b < rows]
+    return out + [b for b in sizes if b >= rows][:1]
 
 
 def default_prefill_chunk(device: torch.device, max_model_len: int) -> int:
@@ -84,7 +89,8 @@ class LLM(SessionStore):
         max_blocks = -(-self.max_model_len // block_size)
         self.runner = ModelRunner(self.model, self.pool, self.ops, max_blocks,
                                   cuda_graphs=cuda_graphs and self.device.type == "cuda",
-                                  graph_batch_sizes=graph_buckets(max_concurrency))
+                                  graph_batch_sizes=graph_buckets(
+                                      max_concurrency, int(draft_tokens) + 1 if spec == "ngram" else 1))
         eos = set(self.config.eos_token_ids) | (self.tokenizer.eos_token_ids if self.tokenizer else set())
         self.scheduler = Scheduler(self.runner, self.blocks, max_concurrency=max_concurrency,
                                    max_pending=max_pending, pending_timeout_s=float(pending_timeout_s),

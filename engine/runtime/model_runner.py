@@ -77,6 +77,35 @@ class ModelRunner:
         self._next_ids = argmax_rows(logits)
         return logits
 
+    def decode_windows(self, windows: list[tuple[Sequence, list[int]]]) -> tuple[torch.Tensor, list[int]]:
+        """One decode-path forward over every sequence's window: its tokens (its last token,
+        then any draft) at positions kv_len.. as consecutive rows sharing its block table;
+        each row attends to the positions up to its own, so a window is causal. Returns
+        logits [rows, V] and every row's greedy id on the host (the step's one wait).
+
+        Verification then runs the very kernels, and under CUDA graphs the same captured
+        kind of step, as plain decode, instead of an eager prefill pass per sequence."""
+        ids, pos, slots, groups = [], [], [], []
+        bs = self.bs
+        for seq, toks in windows:
+            start = seq.kv_len
+            ids += toks
+            pos += range(start, start + len(toks))
+            slots += [seq.blocks[p // bs] * bs + p % bs for p in range(start, start + len(toks))]
+            groups.append((seq.id, seq.blocks, len(toks)))
+        if self.graphs is not None and self.graphs.fits(len(ids)):
+            logits = self.graphs.run_rows(groups, ids, pos, slots)
+            self._next_ids = self.graphs.next_ids
+        else:
+            width = max(len(s.blocks) for s, _ in windows)
+            table = [s.blocks + [-1] * (width - len(s.blocks)) for s, toks in windows for _ in toks]
+            meta = AttnMeta(slot_mapping=self._t(slots, torch.int64), decode=True,
+                            block_tables=self._t(table, torch.int32),
+                            seq_lens=self._t([p + 1 for p in pos], torch.int32))
+            logits = self.model(self._t(ids, torch.int64), self._t(pos, torch.int64), meta, self.ops, self.caches)
+            self._next_ids = argmax_rows(logits)
+        return logits, self._next_ids.tolist()
+
     def read_tokens(self, seqs: list[Sequence]) -> "PendingTokens":
         """Start copying the last decode's greedy ids to the host without waiting for them.
 

@@ -181,17 +181,10 @@ class Scheduler:
         if self._inflight is not None and self._chain():
             return
         self._drain()
-        batch = []
-        for seq in [s for s in self.active if s.status is Status.DECODE]:
-            try:
-                draft = self._draft(seq)
-            except Exception as e:  # noqa: BLE001 - one request's fault must not end the others
-                self._fail(seq, "draft", e)
-                continue
-            if draft:
-                self._guard(seq, "verify", self._verify, seq, draft)
-            else:
-                batch.append(seq)
+        if self.spec == "ngram":
+            self._spec_step()
+            return
+        batch = [s for s in self.active if s.status is Status.DECODE]
         if not batch:
             return
         if self.spec == "none" and all(s.params.plain for s in batch):
@@ -238,10 +231,34 @@ class Scheduler:
             if seq.status is Status.DECODE:          # not finished or cancelled since the launch
                 self._guard(seq, "sampling", self._take, seq, tok)
 
-    def _verify(self, seq: Sequence, draft: list[int]) -> None:
-        """One forward pass over [last token] + draft; keep the longest agreeing prefix."""
-        logits = self.runner.run_window(seq, [seq.tokens[-1]] + draft, all_logits=True)
-        target = torch.argmax(logits, dim=-1).tolist()
+    # Speculation: every decoding sequence's window ([last token] + its draft, or the last token
+    # alone when nothing recurs) goes through ONE decode-path forward (a captured graph when the
+    # rows fit a bucket) with one wait for the greedy ids of every row. A draft costs O(max_n)
+    # dictionary look-ups on the host.
+    def _spec_step(self) -> None:
+        windows = []
+        for seq in [s for s in self.active if s.status is Status.DECODE]:
+            try:
+                draft = self._draft(seq)
+            except Exception as e:  # noqa: BLE001 - one request's fault must not end the others
+                self._fail(seq, "draft", e)
+                continue
+            windows.append((seq, [seq.tokens[-1]] + draft))
+        if not windows:
+            return
+        logits, greedy = self.runner.decode_windows(windows)
+        row = 0
+        for seq, toks in windows:
+            if len(toks) > 1:
+                self._guard(seq, "verify", self._accept, seq, toks[1:], greedy[row:row + len(toks)])
+            elif seq.params.plain:
+                self._guard(seq, "sampling", self._take, seq, greedy[row])
+            else:
+                self._guard(seq, "sampling", self._take, seq, logits[row])
+            row += len(toks)
+
+    def _accept(self, seq: Sequence, draft: list[int], target: list[int]) -> None:
+        """Keep the longest prefix of draft that agrees with the model's own greedy ids."""
         a = spec_ngram.accept_greedy(draft, target)
         for i in range(len(draft)):
             seq.spec_attempted[i] += 1

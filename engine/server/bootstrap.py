@@ -20,7 +20,16 @@ class StartupError(RuntimeError):
     """The server cannot start with this profile; says which setting and why."""
 
 
-def build_state(profile: Profile) -> ServerState:
+def install_kernels(artifact: str | None) -> None:
+    """Shipped AOT kernels first, JIT on a miss (engine.kernels.aot); before anything compiles."""
+    from engine.kernels.aot import KernelsUnavailable, use
+    try:
+        use(artifact)
+    except KernelsUnavailable as e:
+        raise StartupError(str(e)) from None
+
+
+def build_state(profile: Profile, kernels: str | None = None) -> ServerState:
     p = profile.data
     model_dir = Path(p["model"]["path"])
     if not (model_dir / "config.json").is_file():
@@ -44,6 +53,7 @@ def build_state(profile: Profile) -> ServerState:
         raise
     except ValueError as e:
         raise StartupError(str(e)) from None
+    install_kernels(kernels)
     from engine.runtime.llm import LLM
     try:
         llm = LLM(str(model_dir), dtype=p["dtype"], kv_dtype=p["kv_dtype"],

@@ -14,6 +14,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--port", type=int, help="listen port (overrides the profile)")
     parser.add_argument("--model", help="model directory (overrides the profile)")
     parser.add_argument("--api-key-file", help="API key file (overrides the profile)")
+    parser.add_argument("--kernels", help="AOT kernels artifact (a build's *-kernels.tar; default: "
+                        "$ENGINE_KERNELS_ARTIFACT; none: Triton compiles just in time)")
 
 
 def main(args: argparse.Namespace) -> int:
@@ -24,7 +26,7 @@ def main(args: argparse.Namespace) -> int:
     try:
         profile = load_profile(args.profile, host=args.host, port=args.port, model=args.model,
                                api_key_file=args.api_key_file)
-        state = build_state(profile)
+        state = build_state(profile, kernels=getattr(args, "kernels", None))
     except AdmissionRefused as e:
         print(f"engine serve: refused to start: {e}", file=sys.stderr)
         return EXIT_REFUSED

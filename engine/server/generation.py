@@ -39,7 +39,7 @@ class Detokenizer:
         ids = self.ids
         while ids and ids[-1] in self.hidden:
             ids = ids[:-1]
-        return self.tok.decode(ids)
+        return self.tok.decode_text(ids)
 
     def _delta(self, text: str) -> str:
         if not text.startswith(self.sent):

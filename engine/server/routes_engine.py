@@ -68,7 +68,14 @@ def engine_status(st) -> dict:
         "checkpoints": ck,
         "responses": st.responses.stats(),
         "counters": counters,
+        "kernels": _kernels(),
     }
+
+
+def _kernels() -> dict | None:
+    """Where the Triton kernels came from (engine.kernels.aot); None without Triton."""
+    from engine.kernels.aot import status
+    return status()
 
 
 @router.get("/v1/engine/status")

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import shlex
 
-from gates.install import check_identity, install_wheel, installed_package_sha256, wheel_package_sha256
+from gates.install import check_identity, install_wheel, installed_package_sha256, kernels_beside, wheel_package_sha256
 from gates.phases import PhaseFailed
 
 
 def run(rt) -> dict:
     rt.installed = None
-    installed, facts = install_wheel(rt.host, rt.wheel, rt.workdir, rt.base_python)
+    installed, facts = install_wheel(rt.host, rt.wheel, rt.workdir, rt.base_python, kernels=kernels_beside(rt.wheel))
     rt.host.run(f"printf %s {rt.wheel_sha256} > {shlex.quote(installed.venv + '/assay-wheel.sha256')}", timeout=60).check()
     rt.installed = installed
     identity = check_identity(rt.host, installed, rt.version)

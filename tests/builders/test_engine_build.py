@@ -1,4 +1,5 @@
-"""The real payload: engine/ from this checkout, committed into a scratch repository, built twice."""
+"""The real payload: engine/ from this checkout, committed into a scratch repository, built twice
+(wheel, sdist and the AOT kernels for every registry arch)."""
 import shutil
 from pathlib import Path
 
@@ -37,12 +38,14 @@ def test_the_engine_builds_reproducibly(tmp_path):
 
     names = [p.name for p in a.artifacts]
     version = candidate["package"]["version"]
-    assert names == [f"assay_engine-{version}-py3-none-any.whl", f"assay_engine-{version}.tar.gz"]
+    assert names == [f"assay_engine-{version}-kernels.tar", f"assay_engine-{version}-py3-none-any.whl",
+                     f"assay_engine-{version}.tar.gz"]
     rec = compare(a.artifacts[0].parent, b.artifacts[0].parent, candidate)
     assert rec["verdict"] == "reproducible", rec["files"]
     assert [f["a_sha256"] for f in rec["files"]] == [f["b_sha256"] for f in rec["files"]]
 
-    sboms = write_sboms(a.artifacts[0], candidate, tmp_path / "sbom")
+    wheel = next(p for p in a.artifacts if p.suffix == ".whl")
+    sboms = write_sboms(wheel, candidate, tmp_path / "sbom")
     assert validate_full_spdx_document(parse_file(str(sboms["spdx-2.3"]))) == []
     assert JsonStrictValidator(SchemaVersion.V1_5).validate_str(sboms["cyclonedx-1.5"].read_text()) is None
     assert b"torch" in sboms["spdx-2.3"].read_bytes()

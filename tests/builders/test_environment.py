@@ -1,3 +1,4 @@
+import os
 import sys
 
 import pytest
@@ -29,8 +30,8 @@ def test_a_and_b_differ_in_every_varied_value_and_records_show_it():
     assert b.record_varied["build_dir"] == "${WORKROOT}/bb/build-b"
     assert a.record_environment == b.record_environment  # the fixed part really is fixed
     va, vb = a.record_varied["variations"], b.record_varied["variations"]
-    assert [n for n in variations.NAMES if va[n]["value"] != vb[n]["value"]] == [
-        n for n in variations.NAMES if n != "fs_order"]
+    assert [n for n in variations.NAMES if va[n]["value"] != vb[n]["value"]] == list(variations.NAMES)
+    assert vb["fs_order"]["value"] == "directory entries shuffled (disorderfs)"
     assert vb["home_dir"]["value"] == "${BUILD_DIR}/elsewhere/home-b"
     for rec in (a.record_environment, a.record_varied, b.record_environment, b.record_varied):
         assert b"/w/root" not in canonical_json(rec)
@@ -51,9 +52,26 @@ def test_wrap_makes_the_plan_real_and_passes_arguments_verbatim():
 
 def test_probe_on_this_host_says_what_can_vary():
     missing = variations.probe(LocalHost(), sys.executable)
-    assert "fs_order" in missing and "disorderfs" in missing["fs_order"]
-    # This machine runs the builds as root with util-linux and libfaketime: the rest must vary.
-    assert set(missing) == {"fs_order"}, missing
+    # This machine runs the builds as root with util-linux, libfaketime and disorderfs
+    # (scripts/build_tools.sh installs the tools): every variation must vary.
+    assert missing == {}, missing
+
+
+def test_fs_order_mount_shuffles_the_source_and_unmounts(tmp_path):
+    host = LocalHost()
+    src = tmp_path / "src"
+    src.mkdir()
+    names = [f"f{i:02d}" for i in range(40)]
+    for n in names:
+        (src / n).write_text(n)
+    host.run(variations.fs_order_mount(str(src))).check()
+    try:
+        listed = os.listdir(src)
+        assert sorted(listed) == names and listed != names and (src / "f07").read_text() == "f07"
+        assert (tmp_path / "src.lower").is_dir()
+    finally:
+        host.run(variations.fs_order_unmount(str(src))).check()
+    assert os.listdir(src) == []  # the mount point is empty again: the build directory can go
 
 
 def test_variation_lists_are_checked():

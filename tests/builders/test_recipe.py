@@ -1,4 +1,5 @@
 import json
+import tarfile
 import zipfile
 
 import pytest
@@ -89,3 +90,22 @@ def test_remote_host_needs_an_interpreter(built_fixture, tmp_path):
 
     with pytest.raises(BuilderError, match="python="):
         build(OtherHost(), built_fixture.candidate, built_fixture.source, "c", str(tmp_path / "w"))
+
+
+def test_a_build_under_a_checkout_takes_nothing_from_the_checkout(tmp_path):
+    """Hatchling applies (and ships) the first .gitignore above the source it finds before a .git:
+    the build directory's own .git boundary keeps an enclosing checkout's out of the build."""
+    repo = make_repo(tmp_path / "src-repo", fixture_files())
+    candidate = freeze(repo, subdir="pkg")
+    source = export_source(repo, candidate, tmp_path / "export")
+    checkout = tmp_path / "checkout"
+    checkout.mkdir()
+    (checkout / ".gitignore").write_text("data.py\n")  # would drop a source file from the wheel and sdist
+    built = build(LocalHost("h"), candidate, source, "a", str(checkout / "work" / "a"), timeout=300)
+    wheel = next(p for p in built.artifacts if p.suffix == ".whl")
+    with zipfile.ZipFile(wheel) as zf:
+        assert "fixturepkg/data.py" in zf.namelist()
+    sdist = next(p for p in built.artifacts if p.name.endswith(".tar.gz"))
+    with tarfile.open(sdist) as tf:
+        names = tf.getnames()
+    assert "fixture_pkg-1.2.3/fixturepkg/data.py" in names and "fixture_pkg-1.2.3/.gitignore" not in names

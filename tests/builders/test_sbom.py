@@ -83,3 +83,20 @@ def test_sboms_and_sums_fit_the_release_directory(built_fixture, tmp_path):
     rd.write_sums()
     # The release directory names files as artifacts/<name> and sbom/<name>.
     assert (tmp_path / "release" / "SHA256SUMS").read_bytes() == sums_bytes(built_fixture.a.artifacts, sboms.values())
+
+
+def test_the_kernels_artifact_is_named_in_both_sboms(built_fixture, tmp_path):
+    kernels = tmp_path / "fixture_pkg-1.2.3-kernels.tar"
+    kernels.write_bytes(b"cubins stand in here: the SBOM names the artifact by its digests\n")
+    paths = write_sboms(built_fixture.wheel_a, built_fixture.candidate, tmp_path / "sbom", kernels=kernels)
+    assert validate_full_spdx_document(parse_file(str(paths["spdx-2.3"]))) == []
+    assert JsonStrictValidator(SchemaVersion.V1_5).validate_str(paths["cyclonedx-1.5"].read_text()) is None
+    sha = file_sha256(kernels)
+    spdx = json.loads(paths["spdx-2.3"].read_text())
+    [pkg] = [p for p in spdx["packages"] if p["name"] == kernels.name]
+    assert {"algorithm": "SHA256", "checksumValue": sha} in pkg["checksums"]
+    rels = {(r["spdxElementId"], r["relationshipType"], r["relatedSpdxElement"]) for r in spdx["relationships"]}
+    assert (pkg["SPDXID"], "GENERATED_FROM", "SPDXRef-Package-fixture-pkg") in rels
+    cdx = json.loads(paths["cyclonedx-1.5"].read_text())
+    [comp] = [c for c in cdx["components"] if c["name"] == kernels.name]
+    assert comp["hashes"] == [{"alg": "SHA-256", "content": sha}]

@@ -55,7 +55,7 @@ class LaneHost:
     def __init__(self, pool: str, api_url: str, store: Path, keys: Path, log: Path):
         import docker
 
-        from tests.testbed.image import ensure_image
+        from hosts.rootfs_image import ensure_image
 
         client = docker.from_env(timeout=60)
         image = ensure_image(client, log=lambda *_: None)

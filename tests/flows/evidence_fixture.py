@@ -12,7 +12,7 @@ from pathlib import Path
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from builders import compare, recipe, sbom, snapshot
+from builders import compare, kernels, recipe, sbom, snapshot
 from gates.qualify import qualify
 from gates.spec import LaneSpec
 from hosts.local import LocalHost
@@ -20,6 +20,7 @@ from releases import keys
 from releases.canonical import file_sha256
 from releases.receipts import subject
 from releases.stage import ReleaseStager
+from tests.prefect_fixtures import one_arch_kernels
 
 ROOT = Path(__file__).resolve().parents[2]
 LANE = "smoke-evidence"
@@ -45,6 +46,7 @@ def engine_repo(path: Path) -> Path:
             shutil.copy2(ROOT / rel, path / rel)
     (path / ".gitignore").write_text("__pycache__/\n*.pyc\n")
     (path / "README.md").write_text("outside the engine\n")
+    one_arch_kernels(path)
     git(path, "init", "-q", "-b", "main")
     git(path, "add", "-A")
     git(path, "commit", "-q", "-m", "engine")
@@ -143,7 +145,7 @@ def stage_release(ws: Path, built: Built, release_key_dir: Path) -> ReleaseStage
     record = compare.compare(a.artifacts[0].parent, b.artifacts[0].parent, built.candidate)
     staged.add_receipt("reproducibility", [subject(f["name"], f["a_sha256"]) for f in record["files"]], record)
     for p in a.artifacts:
-        staged.add_artifact(p, "wheel" if p.suffix == ".whl" else "sdist")
+        staged.add_artifact(p, kernels.artifact_kind(p.name))
     for fmt, path in sbom.write_sboms(built.wheel, built.candidate, built.folder / "sbom").items():
         staged.add_sbom(path, fmt)
     staged.write_sums()

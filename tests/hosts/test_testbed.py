@@ -7,7 +7,7 @@ import docker
 import pytest
 
 from hosts.inventory import load_inventory
-from tests.testbed import image
+from hosts import rootfs_image as image
 
 
 def test_mirror_from_deb822_and_one_line_sources(tmp_path):

@@ -68,3 +68,16 @@ def test_sdist_members_are_scanned_and_oversized_members_fail_closed(tmp_path):
     broken.write_bytes(b"not a zip")
     [(where, what)] = scan_artifact(broken)
     assert where == "" and what.startswith("not scanned: the archive cannot be read")
+
+
+def test_kernels_tar_members_are_scanned(tmp_path):
+    # A cubin compiled with line info names the directory its kernel sources were imported from.
+    cubin = b"\x7fELF\x02\x01" + b"\x00" * 16 + b"/srv/ci/build-7/kernels/site/engine/kernels\x00" + b"\x00" * 8
+    kernels = tmp_path / "assay_engine-1.2.3-kernels.tar"
+    with tarfile.open(kernels, "w", format=tarfile.USTAR_FORMAT) as tf:
+        for name, body in (("cache/KEY/_decode_split_kernel.cubin", cubin), ("index.json", b"{}\n")):
+            info = tarfile.TarInfo(name)
+            info.size = len(body)
+            tf.addfile(info, io.BytesIO(body))
+    assert scan_artifact(kernels, ["/srv/ci/"]) == [
+        ("cache/KEY/_decode_split_kernel.cubin (binary)", "private marker: private string '/srv/ci/'")]

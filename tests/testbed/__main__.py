@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 from tests.testbed import bed
-from tests.testbed.image import TestbedError
+from hosts.rootfs_image import TestbedError
 
 
 def main(argv: list[str] | None = None) -> int:

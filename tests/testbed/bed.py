@@ -12,7 +12,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from hosts.inventory import toml_str
-from tests.testbed.image import CACHE_DIR, TestbedError, ensure_image
+from hosts.rootfs_image import CACHE_DIR, TestbedError, ensure_image
 
 LABEL = "assay.testbed"
 

@@ -19,3 +19,13 @@ def test_trailing_stop_token_hidden(tiny_model):
     d = Detokenizer(tok, hidden={stop})
     ids = tok.encode("hello") + [stop]
     assert "".join([d.push(i) for i in ids] + [d.flush()]) == "hello" == d.text()
+
+
+def test_special_tokens_never_reach_the_text(tiny_model):
+    tok = Tokenizer(tiny_model)
+    start, end = tok.token_to_id("<|im_start|>"), tok.token_to_id("<|im_end|>")
+    assert start is not None and end is not None
+    d = Detokenizer(tok, hidden=set())      # not a stop id: a special token in the middle of an answer
+    ids = tok.encode("one") + [end, start] + tok.encode(" two")
+    assert "".join([d.push(i) for i in ids] + [d.flush()]) == "one two" == d.text()
+    assert "<|im_end|>" in tok.decode(ids)   # the raw decode (parity checks) still shows every token

@@ -1,5 +1,6 @@
-"""The test bed's image: a Debian root filesystem made by debootstrap, imported with
-`docker import` (no registry can be reached), cached by a content hash of its recipe."""
+"""The Debian root filesystem image that both the sshd test bed and the build-host container run:
+made by debootstrap from the apt mirror this machine uses, imported with `docker import` (no
+registry can be reached), cached by a content hash of its recipe."""
 from __future__ import annotations
 
 import glob
@@ -11,11 +12,13 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from hosts.errors import HostError
+
 SUITE = "bookworm"
 INCLUDE = ("openssh-server", "python3", "procps", "iproute2")
 IMAGE_REPO = "assay-testbed"
 # The checkout's .assay/testbed (gitignored) unless ASSAY_TESTBED_CACHE names another place.
-CACHE_DIR = Path(os.environ.get("ASSAY_TESTBED_CACHE") or Path(__file__).resolve().parents[2] / ".assay" / "testbed")
+CACHE_DIR = Path(os.environ.get("ASSAY_TESTBED_CACHE") or Path(__file__).resolve().parents[1] / ".assay" / "testbed")
 
 # Runs as the container's command: fresh host keys per container, the client key from the
 # environment, then sshd in the foreground.
@@ -32,8 +35,8 @@ exec /usr/sbin/sshd -D -e -o HostKey=/etc/ssh/ssh_host_ed25519_key -o UseDNS=no 
 """
 
 
-class TestbedError(RuntimeError):
-    pass
+class TestbedError(HostError):
+    """The root filesystem or its image could not be made (debootstrap, tar, docker import)."""
 
 
 def debian_mirror(paths: list[str] | None = None) -> str:

@@ -1,0 +1,69 @@
+"""The acceptance line "a cubin compiled with line info from two paths is caught and attributed to the
+build path": the real engine source, whose pyproject asks for line info, built twice by `assay
+reproduce` with the build path varied; the kernels artifact differs in its cubins only, and the
+bisection blames the build path. The same source without line info builds identical kernels."""
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.builders.conftest import git
+
+pytest.importorskip("triton")
+ENGINE = Path(__file__).resolve().parents[2] / "engine"
+
+
+def engine_repo(root: Path, line_info: bool) -> Path:
+    repo = root / "src"
+    repo.mkdir(parents=True)
+    git(repo, "init", "-q", "-b", "main")
+    shutil.copytree(ENGINE, repo / "engine", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    pyproject = repo / "engine" / "pyproject.toml"
+    text = pyproject.read_text()
+    table = '[tool.assay.kernels]\nmodule = "engine.kernels.aot_build"\n'
+    assert table in text
+    # One arch keeps the four builds (a, b, control, build_path trial) short.
+    pyproject.write_text(text.replace(table, table + f"line_info = {str(line_info).lower()}\narchs = [90]\n"))
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "engine snapshot")
+    return repo
+
+
+def reproduce(repo: Path, workdir: Path) -> subprocess.CompletedProcess:
+    exe = Path(sys.executable).parent / "assay"
+    return subprocess.run([str(exe), "reproduce", "--source", str(repo), "--subdir", "engine", "--variations",
+                           "build_path", "--workdir", str(workdir), "--json"],
+                          capture_output=True, text=True, timeout=1800)
+
+
+@pytest.mark.slow
+def test_line_info_cubins_from_two_paths_are_blamed_on_the_build_path(tmp_path):
+    proc = reproduce(engine_repo(tmp_path, line_info=True), tmp_path / "run")
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    out = json.loads(proc.stdout)
+    assert out["identical"] is False and out["variations"]["build_path"]["varied"] is True
+    diffs = out["differences"]
+    assert diffs, out
+    assert {d["artifact"] for d in diffs} == {"assay_engine-0.1.0-kernels.tar"}
+    cubins = [d for d in diffs if re.fullmatch(r"cache/[A-Z2-7]{52}/_\w+_kernel\.cubin", d["member"])]
+    assert cubins
+    # index.json lists every member's digest (as a wheel's RECORD does): it differs with them.
+    assert {d["member"] for d in diffs} - {d["member"] for d in cubins} == {"index.json"}
+    assert {d["cause"] for d in diffs} == {"build_path"}, diffs
+    assert [t["variation"] for t in out["trials"]] == ["control", "build_path"]
+    assert out["trials"][0]["differing"] == 0
+
+
+@pytest.mark.slow
+def test_without_line_info_the_kernels_are_identical_from_two_paths(tmp_path):
+    proc = reproduce(engine_repo(tmp_path, line_info=False), tmp_path / "run")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = json.loads(proc.stdout)
+    assert out["identical"] is True and out["differences"] == []
+    record = json.loads((tmp_path / "run" / "reproducibility.json").read_text())
+    names = {f["name"] for f in record["files"]}
+    assert "assay_engine-0.1.0-kernels.tar" in names
