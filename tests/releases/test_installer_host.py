@@ -169,3 +169,18 @@ def test_start_port_refusal_upgrade_and_rollback(tmp_path, releases):
     assert rc == 0, err
     rc, out, _ = cli("status", "--prefix", str(prefix))
     assert out["service"]["running"] is False
+
+
+def test_the_zipapp_is_deterministic_and_installs(tmp_path, releases):
+    from releases.install.zipapp import build_zipapp
+
+    a, b = build_zipapp(tmp_path / "a", NEW), build_zipapp(tmp_path / "b", NEW)
+    assert a.name == f"assay-install-{NEW}.pyz" and a.read_bytes() == b.read_bytes()
+    prefix = tmp_path / "prefix"
+    # Run from outside the checkout, so the code comes from the zipapp, not from releases/ on disk.
+    proc = subprocess.run([sys.executable, str(a), "install", str(releases[NEW]), "--prefix", str(prefix),
+                           "--key", str(releases["key"]), "--json"], capture_output=True, text=True, cwd=tmp_path,
+                          timeout=600, env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["status"] == "installed"
+    assert os.readlink(prefix / "current").endswith(f"releases/{NEW}")
