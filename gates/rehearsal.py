@@ -12,7 +12,8 @@ returned:
   interrupted_repair     the candidate's install is killed (SIGKILL) at activation, then
                          `install --repair` undoes the half-made transaction and installs again.
 
-Host: the local host (the engine needs this interpreter's torch; the test-bed run is not done yet).
+Host: the local host (a remote test-bed mode is not built yet; the installer itself is tested on a
+test-bed container in tests/releases/test_installer_testbed.py).
 Every engine it starts it stops; the scratch process holding a port is its own."""
 from __future__ import annotations
 

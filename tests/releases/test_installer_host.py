@@ -1,9 +1,8 @@
 """The installer CLI against a real host, end to end: real signed release directories whose wheel
 is the real engine, installed into a real prefix, the engine really started on the reference model.
 
-Host: this machine. The engine needs torch; the test-bed containers have no torch and the bind-mount
-of this host's site-packages was not set up in time, so these tests run the installer on the local
-host (the test-bed run is left to do; docs/INSTALL.md says so)."""
+Host: this machine, for upgrade and rollback (which tests/releases/test_installer_testbed.py does not
+cover on a test-bed container) and for the zipapp."""
 from __future__ import annotations
 
 import hashlib
