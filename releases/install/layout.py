@@ -30,7 +30,9 @@ class Prefix:
     root: Path
 
     @classmethod
-    def at(cls, root: str | Path) -> "Prefix":
+    def at(cls, root: "str | Path | Prefix") -> "Prefix":
+        if isinstance(root, Prefix):  # the CLI builds one and hands it to functions that take either
+            return root
         return cls(Path(os.path.abspath(root)))
 
     @property
