@@ -4,11 +4,12 @@ upgrades an incumbent carries a passing rehearsal. Staged through the real Relea
 from __future__ import annotations
 
 import hashlib
-from pathlib import Path
 
 import pytest
 
 from releases import keys
+from releases.candidate import candidate_ref
+from releases.canonical import file_sha256
 from releases.docs_blocks import extract
 from releases.errors import SchemaError
 from releases.receipts import subject
@@ -55,10 +56,10 @@ def _stage_docs(stager, text: str) -> dict:
 
 
 def _accept(stager, *, attempt: int = 1, verdict: str = "pass", text: str = DOC, lane: str = LANE) -> dict:
-    wheel = next(a for a in stager._index["artifacts"] if a["kind"] == "wheel")
-    name = Path(wheel["path"]).name
+    path = next((stager.root / "artifacts").glob("*.whl"))
+    name, wheel = path.name, {"sha256": file_sha256(path)}
     passed = verdict == "pass"
-    pred = {"candidate": stager._index["candidate"], "label": f"{lane}-{attempt}", "host": "local",
+    pred = {"candidate": candidate_ref(stager.candidate), "label": f"{lane}-{attempt}", "host": "local",
             "assets": [{"name": name, "sha256": wheel["sha256"]}], "verdict": verdict,
             "routes": [{"name": "quickstart", "status": verdict, "started_at": T0, "ended_at": T1, "facts": {}}],
             "window": {"lease": None, "opened_at": T0, "closed_at": T1, "held_s": 60, "max_hold_s": 600,
@@ -77,11 +78,11 @@ def _accept(stager, *, attempt: int = 1, verdict: str = "pass", text: str = DOC,
 
 def _rehearse(stager, *, from_version: str = "1.2.2", verdict: str = "pass") -> dict:
     passed = verdict == "pass"
-    pred = {"candidate": stager._index["candidate"], "from_version": from_version, "to_version": VERSION,
+    pred = {"candidate": candidate_ref(stager.candidate), "from_version": from_version, "to_version": VERSION,
             "scenarios": [{"name": n, "passed": passed, "duration_s": 3.0, "targets_created": 2, "targets_deleted": 1}
                           for n in ("upgrade", "failed_start_rollback", "interrupted_repair")],
             "verdict": verdict}
-    return stager.add_receipt("rehearsal", [subject("candidate", stager._index["candidate"]["id"])], pred)
+    return stager.add_receipt("rehearsal", [subject("candidate", candidate_ref(stager.candidate)["id"])], pred)
 
 
 def _accepted(tmp_path, key):
