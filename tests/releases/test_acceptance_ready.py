@@ -55,14 +55,15 @@ def _stage_docs(stager, text: str) -> dict:
     return entry
 
 
-def _accept(stager, *, attempt: int = 1, verdict: str = "pass", text: str = DOC, lane: str = LANE) -> dict:
+def _accept(stager, *, attempt: int = 1, verdict: str = "pass", text: str = DOC, lane: str = LANE,
+            held_s: float = 60) -> dict:
     path = next((stager.root / "artifacts").glob("*.whl"))
     name, wheel = path.name, {"sha256": file_sha256(path)}
     passed = verdict == "pass"
     pred = {"candidate": candidate_ref(stager.candidate), "label": f"{lane}-{attempt}", "host": "local",
             "assets": [{"name": name, "sha256": wheel["sha256"]}], "verdict": verdict,
             "routes": [{"name": "quickstart", "status": verdict, "started_at": T0, "ended_at": T1, "facts": {}}],
-            "window": {"lease": None, "opened_at": T0, "closed_at": T1, "held_s": 60, "max_hold_s": 600,
+            "window": {"lease": None, "opened_at": T0, "closed_at": T1, "held_s": held_s, "max_hold_s": 600,
                        "restored": True, "restore_diff": []},
             "lane": lane, "attempt": attempt,
             "docs": {"asset": "QUICKSTART.md", "sha256": hashlib.sha256(text.encode()).hexdigest(),
@@ -72,7 +73,7 @@ def _accept(stager, *, attempt: int = 1, verdict: str = "pass", text: str = DOC,
             "auth": {"authenticated_status": 200, "anonymous_status": 401},
             "behaviour": [{"name": "chat-completion", "passed": passed}],
             "restore": {"restored": True, "audit_passed": True, "checks": []},
-            "hold_s": 60, "max_hold_s": 600}
+            "hold_s": held_s, "max_hold_s": 600}
     return stager.add_receipt("acceptance", [subject(name, wheel["sha256"])], pred, label=f"{lane}/attempt-{attempt}")
 
 
@@ -170,10 +171,19 @@ def test_failed_latest_attempt_is_not_ready(tmp_path, key):
 def test_failed_first_attempt_then_corrected_window_is_ready(tmp_path, key):
     stager = _stage_ready(tmp_path / "ws", key)
     _stage_docs(stager, DOC)
-    _accept(stager, attempt=1, verdict="fail")
+    _accept(stager, attempt=1, verdict="fail", held_s=900)  # over-held: the reason it was corrected
     _accept(stager, attempt=2)
     stager.compose(acceptance_lanes=[LANE])
     assert failures(stager.verify(require_ready=True)) == []
+
+
+def test_over_held_latest_window_is_not_ready(tmp_path, key):
+    stager = _stage_ready(tmp_path / "ws", key)
+    _stage_docs(stager, DOC)
+    rel = _accept(stager, held_s=900)["path"]
+    stager.compose(acceptance_lanes=[LANE])
+    assert {(f, fld) for f, fld, _ in failures(stager.verify(require_ready=True))} == {
+        (rel, "payload/predicate/hold_s"), (rel, "payload/predicate/window/held_s")}
 
 
 def test_rehearsal_is_required_when_an_incumbent_exists(tmp_path, key):
