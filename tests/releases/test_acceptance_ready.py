@@ -233,3 +233,16 @@ def test_schemas_hold_the_contract(tmp_path, key):
     with pytest.raises(SchemaError):  # pass with a failed scenario
         validate("rehearsal", rehearsal, "rehearsal")
     validate("rehearsal", {**rehearsal, "verdict": "fail"}, "rehearsal")
+
+
+def test_published_release_with_acceptance_and_rehearsal_verifies_with_notes(tmp_path, key):
+    stager = _accepted(tmp_path, key)
+    _rehearse(stager)
+    stager.compose(acceptance_lanes=[LANE], incumbent={"version": "1.2.2"})
+    approval = stager.record_approval({"decision": "approve", "approver": "ops", "reason": "green"},
+                                      allowed_approvers=["ops"], flow_run_id="run-1")
+    assert approval.manifest["state"] == "published"
+    assert approval.manifest["acceptance"] == {"lanes": [LANE], "incumbent": {"version": "1.2.2"}}
+    report = stager.verify(require_ready=True)
+    assert failures(report) == []
+    assert report.state == "published"
