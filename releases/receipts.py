@@ -11,7 +11,8 @@ from releases.errors import RecordError
 from releases.schema import validate
 
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
-RECEIPT_KINDS = ("candidate", "build", "reproducibility", "phase", "lane", "acceptance", "approval",
+RECEIPT_KINDS = ("candidate", "build", "reproducibility", "phase", "lane", "acceptance", "rehearsal",
+                 "approval",
                  "verdict-abba", "verdict-noninferiority", "verdict-determinism", "verdict-latency")
 PREDICATE_TYPES = {
     kind: ("https://slsa.dev/provenance/v1" if kind == "build" else f"https://assay.dev/predicates/{kind}/v1")

@@ -22,6 +22,11 @@ PUBLIC_KEY = "keys/release.pub.pem"
 CANDIDATE = "candidate.json"
 LEDGER = "ledger.json"
 SBOM_SUFFIX = {"spdx-2.3": ".spdx.json", "cyclonedx-1.5": ".cdx.json"}
+# `docs`: a document users follow (e.g. QUICKSTART.md), shipped and summed so that verify can check
+# its executable blocks against the ones an acceptance window ran. It is not built, so build and
+# reproducibility receipts do not cover it.
+ARTIFACT_KINDS = ("wheel", "sdist", "kernels", "docs")
+BUILT_KINDS = ("wheel", "sdist", "kernels")
 
 
 def write_bytes(path: str | Path, data: bytes) -> str:
@@ -74,8 +79,8 @@ class ReleaseDir:
         return {"path": PUBLIC_KEY, "key_id": key_id(public_key), "sha256": sha}
 
     def add_artifact(self, src: str | Path, kind: str) -> dict:
-        if kind not in ("wheel", "sdist", "kernels"):
-            raise RecordError(f"artifact kind {kind!r} is not wheel, sdist or kernels", where=str(Path(src).name))
+        if kind not in ARTIFACT_KINDS:
+            raise RecordError(f"artifact kind {kind!r} is not one of {', '.join(ARTIFACT_KINDS)}", where=str(Path(src).name))
         return {**self._copy(src, f"artifacts/{Path(src).name}"), "kind": kind}
 
     def add_sbom(self, src: str | Path, fmt: str) -> dict:

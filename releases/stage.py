@@ -38,6 +38,15 @@ INDEX = "staged.json"
 RELEASE = "release"
 
 
+def _acceptance_field(lanes: Iterable[str], incumbent: dict | None) -> dict:
+    """The manifest's `acceptance` field, only when there is something to declare (so that a
+    release staged without acceptance windows keeps the manifest it always had)."""
+    lanes = list(dict.fromkeys(lanes))
+    if not lanes and incumbent is None:
+        return {}
+    return {"acceptance": {"lanes": lanes, "incumbent": dict(incumbent) if incumbent is not None else None}}
+
+
 @dataclass(frozen=True)
 class Approval:
     """A signed decision: the record, its envelope, and the published manifest when approved."""
@@ -193,12 +202,16 @@ class ReleaseStager:
     # -- composing, approving, publishing -------------------------------------------------------
 
     def compose(self, *, waivers: Iterable[dict] = (), ledger: dict | None = None,
-                signers: dict | None = None) -> dict:
+                signers: dict | None = None, acceptance_lanes: Iterable[str] = (),
+                incumbent: dict | None = None) -> dict:
         """draft -> candidate -> ready over everything staged; binds the review ledger (refused
         unless it is about this candidate and closed: no open in-scope P0/P1) and the waivers.
         Without a ledger, the honest default: no review items were recorded. `signers` (a
         releases.signers record: the approvers and waiver grantors with their public keys) is bound
-        so that verify can check the people's signatures against the pinned release key."""
+        so that verify can check the people's signatures against the pinned release key.
+        `acceptance_lanes` (the lanes that declare an acceptance window) and `incumbent` (the release
+        this one upgrades, {"version": ...}, or None for a first release) go into the manifest's
+        `acceptance` field, which verify --require-ready holds the acceptance and rehearsal receipts to."""
         ref = self._index.get("candidate")
         if ref is None:
             raise RecordError("compose needs a staged candidate", where=INDEX)
@@ -213,7 +226,8 @@ class ReleaseStager:
         manifest = mf.transition(manifest, "ready", artifacts=self._index["artifacts"], sboms=self._index["sboms"],
                                  sums=self._index.get("sums") or self.write_sums(),
                                  ledger=self.dir.add_ledger(ledger), waivers=waiver_entries, **lane_evidence,
-                                 **({"signers": add_signers(self.root, signers)} if signers is not None else {}))
+                                 **({"signers": add_signers(self.root, signers)} if signers is not None else {}),
+                                 **_acceptance_field(acceptance_lanes, incumbent))
         self.dir.write_manifest(manifest, self._key)
         return manifest
 

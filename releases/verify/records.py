@@ -11,6 +11,8 @@ from releases.ledger import closure_problems
 from releases.errors import RecordError, SchemaError
 from releases.manifest import approval_digest
 from releases.receipts import open_receipt
+from releases.release_dir import BUILT_KINDS
+from releases.verify.acceptance import check_acceptance_ready, latest_attempts
 from releases.verify.checker import Checker
 from releases.verify.lanes import check_evidence_binding, check_lane_evidence, lane_of, signer_for
 from releases.verify.people import check_approval_signature, check_waiver, load_signers
@@ -70,7 +72,8 @@ def _check_kind(check: Checker, rel: str, kind: str, stmt: dict, pred: dict, man
                 check.fail(rel, f"payload/predicate/assets/{i}", f"staged asset {asset['name']} is not a shipped artifact")
     elif kind == "reproducibility":
         compared = {PurePosixPath(f["name"]).name for f in pred["files"]}
-        for name in sorted(set(by_name) - compared):
+        built = {n for n, a in by_name.items() if a["kind"] in BUILT_KINDS}
+        for name in sorted(built - compared):
             check.fail(rel, "payload/predicate/files", f"shipped artifact {name} was not compared")
         for i, f in enumerate(pred["files"]):
             art = by_name.get(PurePosixPath(f["name"]).name)
@@ -83,6 +86,8 @@ def _check_kind(check: Checker, rel: str, kind: str, stmt: dict, pred: dict, man
 
 def _check_build_coverage(check: Checker, manifest: dict, builds: dict[str, dict], verdict: str | None) -> None:
     for i, art in enumerate(manifest.get("artifacts", [])):
+        if art["kind"] not in BUILT_KINDS:
+            continue  # a docs asset is written, not built
         name = PurePosixPath(art["path"]).name
         found = [lbl for lbl, stmt in builds.items()
                  if any(PurePosixPath(s["name"]).name == name and s["digest"]["sha256"] == art["sha256"] for s in stmt["subject"])]
@@ -170,8 +175,11 @@ def _check_ready(check: Checker, preds: dict[str, list[tuple[str, dict]]], waive
     for rel, p in lanes:
         if p["verdict"] != "pass" and p["lane"] not in lane_waived:
             check.fail(rel, "payload/predicate/verdict", f"lane {p['lane']} is {p['verdict']} and not waived")
+    latest = {rel for rel, _ in latest_attempts(preds).values()}
     for rel, p in preds.get("acceptance", []):
-        if p["verdict"] != "pass":
+        if "lane" in p and rel not in latest:
+            continue  # a lane's window may be retried: only its latest attempt decides
+        if p["verdict"] != "pass" and "lane" not in p:  # a lane's: releases.verify.acceptance names it
             check.fail(rel, "payload/predicate/verdict", f"acceptance window is {p['verdict']}")
         window = p["window"]
         if window["held_s"] > window["max_hold_s"]:
@@ -245,3 +253,4 @@ def check_records(check: Checker, manifest: dict, key: Ed25519PublicKey, *, requ
         _check_approval(check, manifest, key, signers, require_signed=require_signed_approval)
     if require_ready:
         _check_ready(check, preds, waivers)
+        check_acceptance_ready(check, manifest, preds)
