@@ -12,7 +12,7 @@ from releases.errors import RecordError, SchemaError
 from releases.manifest import approval_digest
 from releases.receipts import open_receipt
 from releases.release_dir import BUILT_KINDS
-from releases.verify.acceptance import check_acceptance_ready
+from releases.verify.acceptance import check_acceptance_ready, latest_attempts
 from releases.verify.checker import Checker
 from releases.verify.lanes import check_evidence_binding, check_lane_evidence, lane_of, signer_for
 from releases.verify.people import check_approval_signature, check_waiver, load_signers
@@ -175,9 +175,11 @@ def _check_ready(check: Checker, preds: dict[str, list[tuple[str, dict]]], waive
     for rel, p in lanes:
         if p["verdict"] != "pass" and p["lane"] not in lane_waived:
             check.fail(rel, "payload/predicate/verdict", f"lane {p['lane']} is {p['verdict']} and not waived")
+    latest = {rel for rel, _ in latest_attempts(preds).values()}
     for rel, p in preds.get("acceptance", []):
-        # A lane's window may be retried: only its latest attempt decides (releases.verify.acceptance).
-        if p["verdict"] != "pass" and "lane" not in p:
+        if "lane" in p and rel not in latest:
+            continue  # a lane's window may be retried: only its latest attempt decides
+        if p["verdict"] != "pass" and "lane" not in p:  # a lane's: releases.verify.acceptance names it
             check.fail(rel, "payload/predicate/verdict", f"acceptance window is {p['verdict']}")
         window = p["window"]
         if window["held_s"] > window["max_hold_s"]:

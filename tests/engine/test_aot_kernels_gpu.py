@@ -64,6 +64,7 @@ def generate(model: Path, cache: Path, dtype: str, kv_dtype: str, kernels: Path 
             "--json"]
     if kernels is not None:
         argv += ["--kernels", str(kernels)]
+    cache.mkdir(parents=True, exist_ok=True)   # a fresh Triton cache per run; its folder is the working directory
     res = subprocess.run(argv, env=_env(cache), cwd=cache.parent, capture_output=True, text=True, timeout=900)
     assert res.returncode == 0, res.stderr[-3000:]
     return json.loads(res.stdout.strip().splitlines()[-1])

@@ -4,11 +4,12 @@ upgrades an incumbent carries a passing rehearsal. Staged through the real Relea
 from __future__ import annotations
 
 import hashlib
-from pathlib import Path
 
 import pytest
 
 from releases import keys
+from releases.candidate import candidate_ref
+from releases.canonical import file_sha256
 from releases.docs_blocks import extract
 from releases.errors import SchemaError
 from releases.receipts import subject
@@ -54,14 +55,15 @@ def _stage_docs(stager, text: str) -> dict:
     return entry
 
 
-def _accept(stager, *, attempt: int = 1, verdict: str = "pass", text: str = DOC, lane: str = LANE) -> dict:
-    wheel = next(a for a in stager._index["artifacts"] if a["kind"] == "wheel")
-    name = Path(wheel["path"]).name
+def _accept(stager, *, attempt: int = 1, verdict: str = "pass", text: str = DOC, lane: str = LANE,
+            held_s: float = 60) -> dict:
+    path = next((stager.root / "artifacts").glob("*.whl"))
+    name, wheel = path.name, {"sha256": file_sha256(path)}
     passed = verdict == "pass"
-    pred = {"candidate": stager._index["candidate"], "label": f"{lane}-{attempt}", "host": "local",
+    pred = {"candidate": candidate_ref(stager.candidate), "label": f"{lane}-{attempt}", "host": "local",
             "assets": [{"name": name, "sha256": wheel["sha256"]}], "verdict": verdict,
             "routes": [{"name": "quickstart", "status": verdict, "started_at": T0, "ended_at": T1, "facts": {}}],
-            "window": {"lease": None, "opened_at": T0, "closed_at": T1, "held_s": 60, "max_hold_s": 600,
+            "window": {"lease": None, "opened_at": T0, "closed_at": T1, "held_s": held_s, "max_hold_s": 600,
                        "restored": True, "restore_diff": []},
             "lane": lane, "attempt": attempt,
             "docs": {"asset": "QUICKSTART.md", "sha256": hashlib.sha256(text.encode()).hexdigest(),
@@ -71,17 +73,17 @@ def _accept(stager, *, attempt: int = 1, verdict: str = "pass", text: str = DOC,
             "auth": {"authenticated_status": 200, "anonymous_status": 401},
             "behaviour": [{"name": "chat-completion", "passed": passed}],
             "restore": {"restored": True, "audit_passed": True, "checks": []},
-            "hold_s": 60, "max_hold_s": 600}
+            "hold_s": held_s, "max_hold_s": 600}
     return stager.add_receipt("acceptance", [subject(name, wheel["sha256"])], pred, label=f"{lane}/attempt-{attempt}")
 
 
 def _rehearse(stager, *, from_version: str = "1.2.2", verdict: str = "pass") -> dict:
     passed = verdict == "pass"
-    pred = {"candidate": stager._index["candidate"], "from_version": from_version, "to_version": VERSION,
+    pred = {"candidate": candidate_ref(stager.candidate), "from_version": from_version, "to_version": VERSION,
             "scenarios": [{"name": n, "passed": passed, "duration_s": 3.0, "targets_created": 2, "targets_deleted": 1}
                           for n in ("upgrade", "failed_start_rollback", "interrupted_repair")],
             "verdict": verdict}
-    return stager.add_receipt("rehearsal", [subject("candidate", stager._index["candidate"]["id"])], pred)
+    return stager.add_receipt("rehearsal", [subject("candidate", candidate_ref(stager.candidate)["id"])], pred)
 
 
 def _accepted(tmp_path, key):
@@ -169,10 +171,19 @@ def test_failed_latest_attempt_is_not_ready(tmp_path, key):
 def test_failed_first_attempt_then_corrected_window_is_ready(tmp_path, key):
     stager = _stage_ready(tmp_path / "ws", key)
     _stage_docs(stager, DOC)
-    _accept(stager, attempt=1, verdict="fail")
+    _accept(stager, attempt=1, verdict="fail", held_s=900)  # over-held: the reason it was corrected
     _accept(stager, attempt=2)
     stager.compose(acceptance_lanes=[LANE])
     assert failures(stager.verify(require_ready=True)) == []
+
+
+def test_over_held_latest_window_is_not_ready(tmp_path, key):
+    stager = _stage_ready(tmp_path / "ws", key)
+    _stage_docs(stager, DOC)
+    rel = _accept(stager, held_s=900)["path"]
+    stager.compose(acceptance_lanes=[LANE])
+    assert {(f, fld) for f, fld, _ in failures(stager.verify(require_ready=True))} == {
+        (rel, "payload/predicate/hold_s"), (rel, "payload/predicate/window/held_s")}
 
 
 def test_rehearsal_is_required_when_an_incumbent_exists(tmp_path, key):
@@ -222,3 +233,16 @@ def test_schemas_hold_the_contract(tmp_path, key):
     with pytest.raises(SchemaError):  # pass with a failed scenario
         validate("rehearsal", rehearsal, "rehearsal")
     validate("rehearsal", {**rehearsal, "verdict": "fail"}, "rehearsal")
+
+
+def test_published_release_with_acceptance_and_rehearsal_verifies_with_notes(tmp_path, key):
+    stager = _accepted(tmp_path, key)
+    _rehearse(stager)
+    stager.compose(acceptance_lanes=[LANE], incumbent={"version": "1.2.2"})
+    approval = stager.record_approval({"decision": "approve", "approver": "ops", "reason": "green"},
+                                      allowed_approvers=["ops"], flow_run_id="run-1")
+    assert approval.manifest["state"] == "published"
+    assert approval.manifest["acceptance"] == {"lanes": [LANE], "incumbent": {"version": "1.2.2"}}
+    report = stager.verify(require_ready=True)
+    assert failures(report) == []
+    assert report.state == "published"

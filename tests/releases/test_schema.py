@@ -17,7 +17,8 @@ LANE = {"candidate": REF, "lane": "h200", "host": "gpu-lane-1", "artifact": {"na
 
 def test_all_kinds_present_and_valid_schemas():
     kinds = schema.kinds()
-    for kind in ("candidate", "build", "reproducibility", "lane", "acceptance", "manifest", "approval", "ledger", "waiver"):
+    for kind in ("candidate", "build", "reproducibility", "lane", "acceptance", "rehearsal", "manifest", "approval", "ledger",
+                 "waiver"):
         assert kind in kinds
         schema._validator(kind)
 
