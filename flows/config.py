@@ -48,6 +48,8 @@ class Lane:
     dispatch_timeout_s: int = 3600  # how long a dispatched lane may take, queued and running
     evidence: str | None = None  # a folder of lane evidence (absolute): bound by wheel digest, never run here
     public_key: str | None = None  # the lane host's pinned public key (PEM), from public_key or public_key_file
+    acceptance: bool = False  # run the acceptance window on this lane's host (flows/acceptance_steps.py)
+    acceptance_max_hold_s: float | None = None  # how long that window may hold the host (default 1800 s)
     optional: bool = False  # a hardware-pending lane does not keep the release from ready (it is disclosed)
 
 
@@ -240,7 +242,7 @@ class Config:
 
 # Keys of a [[lanes]] table that flows reads and gates does not (gates' lane schema refuses them).
 FLOW_ONLY_LANE_KEYS = ("gates", "work_pool", "dispatch_timeout_s", "evidence", "public_key", "public_key_file",
-                       "optional")
+                       "optional", "acceptance", "acceptance_max_hold_s")
 
 
 def lane_table(table: dict[str, Any]) -> dict[str, Any]:

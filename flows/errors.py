@@ -77,3 +77,7 @@ class LaneReceiptsRefused(LaneDispatchFailed):
 class DispatchedWheelAltered(FlowFailure):
     """On a lane host: the wheel fetched from the staging area is not the one the dispatching run
     sent (its sha256 differs), so the lane does not run."""
+
+
+class AcceptanceFailed(FlowFailure):
+    """A lane's acceptance window, or the upgrade rehearsal, did not pass (its receipt says why)."""

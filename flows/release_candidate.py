@@ -1,7 +1,8 @@
 """release-candidate: one commit of the engine's source to a verified, approved, published release.
 
 freeze -> build twice -> compare -> package -> qualify each lane (or bind its evidence) -> compose
-(ready) -> verify
+(ready) -> stage, then each `acceptance = true` lane's acceptance window (and the upgrade rehearsal
+when a release is already published) -> compose again, requiring them -> verify
 -> approval gate (suspend for a typed Approval) -> record the decision -> publish write-once.
 
 Every step's result persists and is cached by its inputs (flows/results.py): a run resumed after
@@ -16,7 +17,7 @@ from prefect import flow, get_run_logger
 from prefect.exceptions import FlowPauseTimeout
 from prefect.runtime import flow_run
 
-from flows import dispatch, steps
+from flows import acceptance_steps, dispatch, steps
 from flows.approval import wait_for_approval
 from flows.config import load_config
 from flows.errors import ReleaseRejected
@@ -56,6 +57,16 @@ def release_candidate(config: str | None = None, ref: str = "HEAD", allow_dirty:
         if lane.gates:
             steps.judge_lane(cfg, ws, candidate, lane, steps.wheel_of(builds[0]), waiver_records)
     ready = steps.compose_release(cfg, ws, waiver_records)
+    accepting = [lane for lane in cfg.lanes if lane.acceptance]
+    if accepting:   # the composed release, staged and served, accepted on each lane's host; then composed again
+        staged = acceptance_steps.stage_for_acceptance(cfg, ws)
+        for lane in accepting:
+            acceptance_steps.acceptance_window(cfg, ws, lane, staged)
+        incumbent = acceptance_steps.incumbent_of(cfg)
+        if incumbent is not None:
+            acceptance_steps.upgrade_rehearsal(cfg, ws, incumbent, staged, accepting[0])
+        ready = steps.compose_release.with_options(name="compose manifest (accepted)")(
+            cfg, ws, waiver_records, acceptance_lanes=[lane.name for lane in accepting], incumbent=incumbent)
     steps.verify_staged(cfg, ws)
 
     log.info("Release %s is ready and waits for approval (approvers: %s)", version, ", ".join(cfg.approvers))

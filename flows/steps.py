@@ -220,15 +220,18 @@ def judge_lane(cfg: Config, ws: Workspace, candidate: dict, lane: Lane, wheel: P
 
 
 @task(name="compose manifest", **PERSISTED)
-def compose_release(cfg: Config, ws: Workspace, waivers: list[dict]) -> dict:
+def compose_release(cfg: Config, ws: Workspace, waivers: list[dict], acceptance_lanes: list[str] | None = None,
+                    incumbent: dict | None = None) -> dict:
     """draft -> candidate -> ready over everything staged, binding the reviewers' ledger (closed)
-    and the waivers; returns the approval summary."""
+    and the waivers, and (second compose) the lanes whose acceptance window is required and the
+    incumbent whose upgrade rehearsal is; returns the approval summary."""
     staged = stager(cfg, ws)
     ref = candidate_ref(staged.candidate)
     ledger = load_ledger_file(cfg.review_ledger, ref) if cfg.review_ledger else None
     signers = build_signers(ref, approvers=cfg.approver_keys, grantors=cfg.waiver_grantors,
                             allow_unsigned_approval=cfg.allow_unsigned_approval, lanes=cfg.lane_keys)
-    manifest = staged.compose(waivers=waivers, ledger=ledger, signers=signers)
+    manifest = staged.compose(waivers=waivers, ledger=ledger, signers=signers,
+                              acceptance_lanes=acceptance_lanes or [], incumbent=incumbent)
     lanes = [staged.predicate(r) for r in manifest["receipts"] if r["kind"] == "lane"]
     summary = summaries.manifest_md(manifest, ledger_summary(read_json(staged.root / manifest["ledger"]["path"])),
                                     lanes)

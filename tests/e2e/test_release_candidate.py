@@ -22,6 +22,7 @@ from flows.runs import recent_runs, wait_for_state
 
 pytestmark = pytest.mark.slow
 ASSAY = str(Path(sys.executable).with_name("assay"))
+MODEL = Path(__file__).resolve().parents[2] / ".assay" / "models" / "smollm2-135m-instruct"
 
 
 def write_config(tmp: Path, repo: Path, timeout_s: int = 1800) -> Path:
@@ -51,6 +52,9 @@ timeout_s = 900
 name = "cpu-smoke"
 kind = "cpu-smoke"
 host = "local"
+# The acceptance window serves the installed release with the reference model (the lane's phases use the tiny one).
+model = "{MODEL}"
+acceptance = true
 """)
     return cfg
 
@@ -128,6 +132,7 @@ def test_approved_candidate_is_published_and_verifies(prefect_api, engine_repo, 
     assert manifest["approval"]["approver"] == "local-operator"
     assert {r["kind"] for r in manifest["receipts"]} >= {"candidate", "build", "reproducibility", "lane"}
     assert release.name == manifest["version"]
+    _assert_accepted(release, manifest)
     key = tmp_path / "state" / "keys" / "release.pub.pem"
     verify = subprocess.run([ASSAY, "verify", "--require-ready", "--json", "--key", str(key), str(release)],
                             capture_output=True, text=True, timeout=300)
@@ -137,6 +142,30 @@ def test_approved_candidate_is_published_and_verifies(prefect_api, engine_repo, 
     again = FlowProcess(prefect_api, write_config(tmp_path, engine_repo), f"e2e-again-{os.getpid()}", tmp_path / "again.log")
     assert again.wait(600) != 0
     assert "already published" in again.log.read_text()
+
+
+def _assert_accepted(release: Path, manifest: dict) -> None:
+    """The published manifest requires the cpu-smoke acceptance window, and its receipt shows it passed."""
+    assert manifest["acceptance"] == {"lanes": ["cpu-smoke"], "incumbent": None}
+    (entry,) = [r for r in manifest["receipts"] if r["kind"] == "acceptance"]
+    assert entry["label"] == "cpu-smoke"
+    envelope = json.loads((release / entry["path"]).read_text())
+    pred = json.loads(base64.b64decode(envelope["payload"]))["predicate"]
+    assert pred["verdict"] == "pass" and pred["lane"] == "cpu-smoke" and pred["attempt"] == 1
+    from releases.sums import parse_sums
+    sums = parse_sums((release / "SHA256SUMS").read_bytes())
+    assert {d["name"] for d in pred["downloads"]} == {"SHA256SUMS", *sums}
+    assert all(d["matched"] and d["anonymous"] for d in pred["downloads"])
+    assert all(sums[d["name"]] == d["sha256"] for d in pred["downloads"] if d["name"] != "SHA256SUMS")
+    assert pred["auth"] == {"authenticated_status": 200, "anonymous_status": 401}
+    assert [b["passed"] for b in pred["behaviour"]] == [True, True, True]
+    blocks = pred["docs"]["blocks"]
+    assert pred["docs"]["asset"] == "QUICKSTART.md" and len(blocks) >= 3
+    assert all(b["exit_status"] == 0 and re.fullmatch(r"[0-9a-f]{64}", b["sha256"]) for b in blocks)
+    assert pred["docs"]["sha256"] == sums["artifacts/QUICKSTART.md"]
+    assert pred["restore"]["restored"] is True and pred["restore"]["audit_passed"] is True
+    assert all(c["status"] == "pass" for c in pred["restore"]["checks"])
+    assert 0 < pred["hold_s"] <= pred["max_hold_s"] and pred["window"]["held_s"] == pred["hold_s"]
 
 
 @contextmanager
