@@ -119,8 +119,9 @@ def run_window(host, *, candidate_ref: dict, host_label: str, staged_url: str, k
 
         def downloads():
             st["downloads"] = download_staged(host, url, dl, sums_bytes, timeout_s=timeout_s)
-            st["assets"] = [{"name": row["name"], "sha256": listed.get(row["name"]) or row["sha256"]}
-                            for row in st["downloads"] if row["name"] != SUMS_NAME]
+            # the predicate's assets are the shipped artifacts (releases/verify/records.py binds each
+            # to the manifest's artifacts by name and digest); downloads cover every listed file
+            st["assets"] = [{"name": rel, "sha256": listed[rel]} for rel in sorted(listed) if rel.startswith("artifacts/")]
             bad = [row["name"] for row in st["downloads"] if not row["matched"]]
             if bad:
                 raise StepFailed(f"did not match {SUMS_NAME}: {', '.join(bad)}")

@@ -70,6 +70,7 @@ def test_the_window_installs_serves_and_restores(tmp_path, release):
                                                    "stop", "restore-audit"]
     assert pred["downloads"][0]["name"] == "SHA256SUMS" and all(d["matched"] for d in pred["downloads"])
     assert any(d["name"].endswith(".pyz") for d in pred["downloads"])
+    assert pred["assets"] and all(a["name"].startswith("artifacts/") for a in pred["assets"])
     assert pred["auth"] == {"authenticated_status": 200, "anonymous_status": 401}
     assert {b["name"] for b in pred["behaviour"]} == {"chat-completion", "chat-streaming", "bad-key-refused"}
     assert all(b["passed"] for b in pred["behaviour"])
