@@ -33,6 +33,7 @@ from releases.sums import SUMS_NAME, parse_sums
 
 DOCS_ASSET = "QUICKSTART.md"
 INSTALLER_GLOB = ("artifacts/assay-install-", ".pyz")
+NOTHING = "0" * 64   # the digest recorded for what never arrived or never ran (never a real sha256 here)
 _FREE_PORT = "import socket; s = socket.socket(); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1])"
 
 
@@ -97,7 +98,7 @@ def run_window(host, *, candidate_ref: dict, host_label: str, staged_url: str, k
     window = LaneWindow(host, lane=lane, run_id=run_id, lease_path=lease_path, workdir=work, progress=say)
     r = _Routes(say)
     st: dict[str, Any] = {"downloads": [], "auth": {"authenticated_status": 0, "anonymous_status": 0},
-                          "behaviour": [], "docs": {"asset": DOCS_ASSET, "sha256": "0" * 64, "blocks": []},
+                          "behaviour": [], "docs": {"asset": DOCS_ASSET, "sha256": NOTHING, "blocks": []},
                           "assets": []}
     details: dict[str, Any] = {}
     window.open()
@@ -118,7 +119,10 @@ def run_window(host, *, candidate_ref: dict, host_label: str, staged_url: str, k
                 return {"stopped": _json_out(res, "installer stop (incumbent)").get("status")}
 
         def downloads():
-            st["downloads"] = download_staged(host, url, dl, sums_bytes, timeout_s=timeout_s)
+            # the schema wants a digest for every row: one that never arrived is recorded as all
+            # zeros with matched false (staged_downloads gives "" for it)
+            st["downloads"] = [{**row, "sha256": row["sha256"] or NOTHING}
+                               for row in download_staged(host, url, dl, sums_bytes, timeout_s=timeout_s)]
             # the predicate's assets are the shipped artifacts (releases/verify/records.py binds each
             # to the manifest's artifacts by name and digest); downloads cover every listed file
             st["assets"] = [{"name": rel, "sha256": listed[rel]} for rel in sorted(listed) if rel.startswith("artifacts/")]
@@ -212,7 +216,7 @@ def run_window(host, *, candidate_ref: dict, host_label: str, staged_url: str, k
                      "started_at": now, "ended_at": now, "facts": {"restore_diff": closed["restore_diff"]}})
     predicate = {
         "candidate": candidate_ref, "label": lane, "host": host_label, "lane": lane, "attempt": attempt,
-        "assets": st["assets"] or [{"name": SUMS_NAME, "sha256": "0" * 64}],
+        "assets": st["assets"] or [{"name": SUMS_NAME, "sha256": NOTHING}],
         "verdict": "fail" if problems else "pass", "routes": r.routes,
         "window": {**{k: v for k, v in window.lease_record().items() if k in ("opened_at", "closed_at")},
                    "lease": window.lease_record(), "held_s": hold, "max_hold_s": max_hold_s,

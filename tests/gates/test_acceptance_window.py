@@ -88,6 +88,7 @@ def test_a_failing_window_still_restores_and_says_why(tmp_path, release):
     with served(store, st) as url:
         pred, details = _window(tmp_path, url, wrong_pem)
     assert pred["verdict"] == "fail"
+    assert schema_errors("acceptance", pred) == []   # a failed window is still a complete record
     routes = {r["name"]: r for r in pred["routes"]}
     assert routes["download"]["status"] == "pass" and routes["install"]["status"] == "fail"
     assert "refused" in routes["install"]["facts"]["error"]
