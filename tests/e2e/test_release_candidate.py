@@ -103,9 +103,13 @@ def _paused_run(prefect_api, engine_repo, tmp_path, name, timeout_s=1800):
 
 
 def _published_versions(tmp_path: Path) -> list[Path]:
-    """The version folders of the store (its .incoming/ staging area is no version)."""
+    """The version folders of the store (its .incoming/ upload area and the acceptance window's
+    staging/ folder are no versions)."""
+    from releases.staging import STAGING_PREFIX
+
     store = tmp_path / "store"
-    return sorted(p for p in store.iterdir() if not p.name.startswith(".")) if store.exists() else []
+    return sorted(p for p in store.iterdir() if not p.name.startswith(".") and p.name != STAGING_PREFIX) \
+        if store.exists() else []
 
 
 @pytest.fixture(scope="module")
