@@ -65,6 +65,9 @@ def holders(port: int) -> list[Holder]:
 def can_bind(host: str, port: int) -> bool:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     with socket.socket(family, socket.SOCK_STREAM) as s:
+        # As the engine's server binds (SO_REUSEADDR): connections of a just-stopped engine left in
+        # TIME_WAIT must not make its own port look taken (a listener still refuses the bind).
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             s.bind((host, port))
         except OSError:
