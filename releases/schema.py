@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 from functools import lru_cache
-from pathlib import Path
+from importlib.resources import files
 from typing import Any
 
 import jsonschema
@@ -12,19 +12,24 @@ from referencing.jsonschema import DRAFT202012
 
 from releases.errors import SchemaError
 
-SCHEMA_DIR = Path(__file__).resolve().parent / "schemas"
+# importlib.resources, not a filesystem path: the installer zipapp carries the schemas inside the zip.
+SCHEMA_DIR = files("releases") / "schemas"
 _SUFFIX = ".schema.json"
+
+
+def _schema_files() -> list:
+    return sorted((p for p in SCHEMA_DIR.iterdir() if p.name.endswith(_SUFFIX)), key=lambda p: p.name)
 
 
 def kinds() -> list[str]:
     """Every record kind that has a schema file."""
-    return sorted(p.name[: -len(_SUFFIX)] for p in SCHEMA_DIR.glob(f"*{_SUFFIX}"))
+    return [p.name[: -len(_SUFFIX)] for p in _schema_files()]
 
 
 @lru_cache(maxsize=1)
 def _registry() -> Registry:
     resources = []
-    for path in sorted(SCHEMA_DIR.glob(f"*{_SUFFIX}")):
+    for path in _schema_files():
         contents = json.loads(path.read_text(encoding="utf-8"))
         # Another team's schema may omit $id; it is still reachable under the conventional URI.
         uri = contents.get("$id") or f"https://assay.dev/schemas/{path.name}"
@@ -34,7 +39,7 @@ def _registry() -> Registry:
 
 @lru_cache(maxsize=None)
 def _validator(kind: str) -> jsonschema.Draft202012Validator:
-    path = SCHEMA_DIR / f"{kind}{_SUFFIX}"
+    path = SCHEMA_DIR.joinpath(f"{kind}{_SUFFIX}")
     if not path.is_file():
         raise SchemaError(kind, "", "", f"no schema for record kind {kind!r}; known kinds: {', '.join(kinds())}")
     schema = json.loads(path.read_text(encoding="utf-8"))

@@ -60,10 +60,11 @@ def candidate_record(version: str = "1.2.3", commit: str = COMMIT, tree: str = T
 
 def make_wheel(path: Path, version: str, extra_members: dict[str, str | bytes] | None = None) -> Path:
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
-        for name, body in [("engine/__init__.py", "VERSION = %r\n" % version),
-                           *(extra_members or {}).items(),
-                           (f"assay_engine-{version}.dist-info/METADATA", f"Name: assay-engine\nVersion: {version}\n"),
-                           (f"assay_engine-{version}.dist-info/RECORD", "")]:
+        # extra_members may replace engine/__init__.py (the installer tests ship the real engine).
+        members = {"engine/__init__.py": "VERSION = %r\n" % version, **(extra_members or {}),
+                   f"assay_engine-{version}.dist-info/METADATA": f"Name: assay-engine\nVersion: {version}\n",
+                   f"assay_engine-{version}.dist-info/RECORD": ""}
+        for name, body in members.items():
             zf.writestr(zipfile.ZipInfo(name, date_time=(2026, 1, 1, 0, 0, 0)), body)
     return path
 

@@ -52,9 +52,11 @@ def _wait_banner(port: int, timeout: float) -> None:
 
 
 def up(count: int, inventory: Path, cache: Path = CACHE_DIR, log=print, ready_timeout: float = 60.0,
-       bed_id: str | None = None) -> Path:
+       bed_id: str | None = None, volumes: dict[str, str] | None = None) -> Path:
     """Start count containers and write the inventory; returns its path. The containers carry
-    the label assay.testbed.bed=<bed_id>, so that one bed can be taken down alone."""
+    the label assay.testbed.bed=<bed_id>, so that one bed can be taken down alone. VOLUMES
+    (host path -> container path) are bind-mounted read-only, e.g. this host's interpreter, so that
+    the engine's torch can be reused on a test-bed host."""
     client = _client()
     image = ensure_image(client, cache, log)
     inventory = Path(inventory).resolve()
@@ -66,7 +68,8 @@ def up(count: int, inventory: Path, cache: Path = CACHE_DIR, log=print, ready_ti
         c = client.containers.run(image, detach=True, name=f"assay-testbed-{bed}-{i}",
                                   labels={LABEL: "1", f"{LABEL}.bed": bed},
                                   environment={"AUTHORIZED_KEY": pub},
-                                  ports={"22/tcp": ("127.0.0.1", None)}, init=False)
+                                  ports={"22/tcp": ("127.0.0.1", None)}, init=False,
+                                  volumes={h: {"bind": c, "mode": "ro"} for h, c in (volumes or {}).items()})
         c.reload()
         binding = (c.attrs["NetworkSettings"]["Ports"] or {}).get("22/tcp") or []
         if not binding:
