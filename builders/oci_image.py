@@ -42,9 +42,9 @@ INDEX_MEDIA = "application/vnd.oci.image.index.v1+json"
 INSTALLER = "assay-oci-image"
 PATH_ENV = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 # Left out of the base layer: host keys made by openssh-server's postinst (private key material
-# that would ship to everyone and differ per debootstrap run), device nodes and the contents
-# of the kernel filesystems (the container runtime provides those).
-_DROP = re.compile(r"^(etc/ssh/ssh_host_.*|dev/.+|proc/.+|sys/.+|\.debootstrap-complete)$")
+# that would ship to everyone and differ per debootstrap run), the test bed's sshd entry script,
+# device nodes and the contents of the kernel filesystems (the container runtime provides those).
+_DROP = re.compile(r"^(etc/ssh/ssh_host_.*|usr/local/sbin/testbed-start|dev/.+|proc/.+|sys/.+|\.debootstrap-complete)$")
 _PY_DIR = re.compile(r"^usr/lib/python(3\.\d+)/os\.py$")
 
 

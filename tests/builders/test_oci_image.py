@@ -2,6 +2,7 @@
 the real thing loaded into the docker daemon and run."""
 import io
 import json
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -170,3 +171,50 @@ def test_the_engine_image_loads_and_imports_in_docker(tmp_path):
         assert keys.stdout.strip() == "0"
     finally:
         subprocess.run(["docker", "rmi", "-f", tag], capture_output=True)
+
+
+def _copied(result, into: Path):
+    """RESULT with its artifacts copied into INTO (the session fixture's own stay untouched)."""
+    from dataclasses import replace
+
+    into.mkdir(parents=True)
+    return replace(result, artifacts=[Path(shutil.copy2(p, into / p.name)) for p in result.artifacts])
+
+
+def test_each_build_gets_its_image_in_its_receipt_and_the_comparison(built_fixture, tmp_path):
+    from builders.compare import compare
+    from builders.recipe import with_image
+
+    rootfs = _rootfs(tmp_path / "rootfs.tar", mtime=3, uid=0)
+    a = with_image(_copied(built_fixture.a, tmp_path / "artifacts" / "a"), built_fixture.candidate, rootfs)
+    b = with_image(_copied(built_fixture.b, tmp_path / "artifacts" / "b"), built_fixture.candidate, rootfs)
+    image_a = next(p for p in a.artifacts if p.name.endswith(oci_image.SUFFIX))
+    assert image_a.parent == tmp_path / "artifacts" / "a"
+    assert a.subjects[-1] == {"name": image_a.name, "digest": {"sha256": oci_image._sha256(image_a)}}
+    assert a.record["buildDefinition"]["externalParameters"]["targets"][-1] == "image"
+    env = a.record["buildDefinition"]["internalParameters"]["environment"]["image"]
+    assert env == b.record["buildDefinition"]["internalParameters"]["environment"]["image"]
+    assert [la["role"] for la in env["layers"]] == ["base", "wheel"]
+    byproducts = {p["name"]: p["digest"]["sha256"] for p in a.record["runDetails"]["byproducts"]}
+    assert byproducts[f"{image_a.name}#layer-1-wheel"] == env["layers"][1]["digest"].removeprefix("sha256:")
+    record = compare(image_a.parent, tmp_path / "artifacts" / "b", built_fixture.candidate)
+    assert record["verdict"] == "reproducible"
+    assert {f["name"]: f["identical"] for f in record["files"]}[image_a.name] is True
+
+
+def test_an_image_difference_is_named_by_layer_and_member(built_fixture, tmp_path):
+    from builders.compare import compare
+
+    rootfs = _rootfs(tmp_path / "rootfs.tar", mtime=3, uid=0)
+    for side, body in (("a", "x = 1\n"), ("b", "x = 2\n")):
+        (tmp_path / side).mkdir()
+        (tmp_path / f"wheel-{side}").mkdir()
+        build_image(rootfs, _wheel(tmp_path / f"wheel-{side}" / "demo-1.0-py3-none-any.whl", body), tmp_path / side / "demo-1.0.oci.tar", SDE,
+                    ref_name="demo:1", workdir=tmp_path / f"w{side}")
+    record = compare(tmp_path / "a", tmp_path / "b", built_fixture.candidate)
+    assert record["verdict"] == "not_reproducible" and record["unexplained"] == 0
+    diffs = record["files"][0]["differences"]
+    assert ("layer 1 (wheel)/usr/local/lib/python3.11/dist-packages/demo/__init__.py", "content") in \
+        {(d["member"], d["kind"]) for d in diffs}
+    # RECORD lists the changed file's hash, so it differs too; the base layer and config do not.
+    assert not any(d["member"].startswith(("layer 0", "config")) for d in diffs)
