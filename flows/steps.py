@@ -71,8 +71,10 @@ def freeze_candidate(cfg: Config, ws: Workspace, ref: str, allow_dirty: bool) ->
 
 
 @task(name="build twice", **PERSISTED)
-def build_twice(cfg: Config, ws: Workspace, candidate: dict, stage: bool = True):
-    """Export the candidate's source and build it on both build hosts; stage the build receipts."""
+def build_twice(cfg: Config, ws: Workspace, candidate: dict, stage: bool = True, image: bool = True):
+    """Export the candidate's source and build it on both build hosts; stage the build receipts.
+    IMAGE=False: no engine image even when `[build] image` asks for one (the nightly rebuild, whose
+    outputs are checked against a release's SHA256SUMS, where the image is not)."""
     log = get_run_logger()
     ws.clear_build()  # what a build killed part-way left (a finished build is a cached result: never here)
     snapshot.export_source(cfg.source, candidate, ws.source)
@@ -80,7 +82,7 @@ def build_twice(cfg: Config, ws: Workspace, candidate: dict, stage: bool = True)
         builds = recipe.build_twice(*bh.hosts, candidate, ws.source, ws.build_root(cfg.build_hosts),
                                     timeout=cfg.build_timeout_s, local_dir=ws.root / "artifacts",
                                     python_a=bh.pythons[0], python_b=bh.pythons[1], placements=bh.placements,
-                                    kernel_archs=cfg.kernel_archs, image_base=image_base(cfg, log.info),
+                                    kernel_archs=cfg.kernel_archs, image_base=image_base(cfg, log.info) if image else None,
                                     source_uri=provenance.repository_uri(cfg.source, cfg.source_uri),
                                     progress=lambda label, stream, text: log.info("build %s: %s", label, text.rstrip()))
     if stage:

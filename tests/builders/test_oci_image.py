@@ -169,6 +169,10 @@ def test_the_engine_image_loads_and_imports_in_docker(tmp_path):
         keys = subprocess.run(["docker", "run", "--rm", "--network", "none", tag, "sh", "-c",
                                "ls /etc/ssh | grep -c ssh_host_ || true"], capture_output=True, text=True, timeout=120)
         assert keys.stdout.strip() == "0"
+        from builders.image_sbom import image_bom
+
+        purls = {c["purl"].split("@")[0] for c in image_bom(tmp_path / "engine.oci.tar", SDE)["components"]}
+        assert {"pkg:deb/debian/python3", "pkg:deb/debian/openssh-server", "pkg:pypi/assay-engine"} <= purls
     finally:
         subprocess.run(["docker", "rmi", "-f", tag], capture_output=True)
 
@@ -218,3 +222,22 @@ def test_an_image_difference_is_named_by_layer_and_member(built_fixture, tmp_pat
         {(d["member"], d["kind"]) for d in diffs}
     # RECORD lists the changed file's hash, so it differs too; the base layer and config do not.
     assert not any(d["member"].startswith(("layer 0", "config")) for d in diffs)
+
+
+def test_the_image_sbom_lists_the_dpkg_packages_and_the_wheel_with_versions(tmp_path):
+    from builders.image_sbom import image_bom
+
+    rootfs = _rootfs(tmp_path / "rootfs.tar", mtime=3, uid=0)
+    status = (b"Package: python3\nStatus: install ok installed\nArchitecture: amd64\nVersion: 3.11.2-1+b1\n\n"
+              b"Package: gone\nStatus: deinstall ok config-files\nVersion: 1\n")
+    with tarfile.open(rootfs, "a") as t:
+        ti = tarfile.TarInfo("./var/lib/dpkg/status")
+        ti.size = len(status)
+        t.addfile(ti, io.BytesIO(status))
+    rec = build_image(rootfs, _wheel(tmp_path / "demo-1.0-py3-none-any.whl"), tmp_path / "i.oci.tar", SDE,
+                      ref_name="demo:1", workdir=tmp_path / "w")
+    bom = image_bom(tmp_path / "i.oci.tar", SDE)
+    assert sorted(c["purl"] for c in bom["components"]) == [
+        "pkg:deb/debian/python3@3.11.2-1%2Bb1?arch=amd64&distro=debian-12", "pkg:pypi/demo@1.0"]
+    assert bom["metadata"]["component"]["bom-ref"] == rec["image_digest"]
+    assert bom == image_bom(tmp_path / "i.oci.tar", SDE)
