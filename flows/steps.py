@@ -11,9 +11,10 @@ from prefect import get_run_logger, task
 from prefect.runtime import task_run
 from prefect.artifacts import create_link_artifact, create_markdown_artifact, create_table_artifact
 
-from builders import compare, kernels, provenance, recipe, reproduce, sbom, snapshot, variations
+from builders import compare, kernels, oci_image, provenance, recipe, reproduce, sbom, snapshot, variations
 from builders.incumbent import resolve_incumbent
 from flows import build_hosts, judged_evidence, lane_evidence, summaries
+from flows.image_base import image_base
 from flows.config import Config, Lane
 from flows.results import PERSISTED
 from flows.errors import GateFailed, LaneFailed, LaneHardwarePending, NotReproducible, StagedReleaseInvalid
@@ -70,8 +71,10 @@ def freeze_candidate(cfg: Config, ws: Workspace, ref: str, allow_dirty: bool) ->
 
 
 @task(name="build twice", **PERSISTED)
-def build_twice(cfg: Config, ws: Workspace, candidate: dict, stage: bool = True):
-    """Export the candidate's source and build it on both build hosts; stage the build receipts."""
+def build_twice(cfg: Config, ws: Workspace, candidate: dict, stage: bool = True, image: bool = True):
+    """Export the candidate's source and build it on both build hosts; stage the build receipts.
+    IMAGE=False: no engine image even when `[build] image` asks for one (the nightly rebuild, whose
+    outputs are checked against a release's SHA256SUMS, where the image is not)."""
     log = get_run_logger()
     ws.clear_build()  # what a build killed part-way left (a finished build is a cached result: never here)
     snapshot.export_source(cfg.source, candidate, ws.source)
@@ -79,7 +82,7 @@ def build_twice(cfg: Config, ws: Workspace, candidate: dict, stage: bool = True)
         builds = recipe.build_twice(*bh.hosts, candidate, ws.source, ws.build_root(cfg.build_hosts),
                                     timeout=cfg.build_timeout_s, local_dir=ws.root / "artifacts",
                                     python_a=bh.pythons[0], python_b=bh.pythons[1], placements=bh.placements,
-                                    kernel_archs=cfg.kernel_archs,
+                                    kernel_archs=cfg.kernel_archs, image_base=image_base(cfg, log.info) if image else None,
                                     source_uri=provenance.repository_uri(cfg.source, cfg.source_uri),
                                     progress=lambda label, stream, text: log.info("build %s: %s", label, text.rstrip()))
     if stage:
@@ -122,7 +125,10 @@ def compare_builds(cfg: Config, ws: Workspace, candidate: dict, builds, waivers:
 def package_release(cfg: Config, ws: Workspace, candidate: dict, builds) -> None:
     """Stage build a's artifacts (wheel, sdist, AOT kernels), both SBOMs of the wheel and SHA256SUMS."""
     staged = stager(cfg, ws)
-    entries = [staged.add_artifact(p, kernels.artifact_kind(p.name)) for p in builds[0].artifacts]
+    # The engine image is a build artifact, compared and bound in the build receipts, but not a
+    # release asset (docs/REPRODUCIBILITY.md, The engine image: why it is not shipped yet).
+    entries = [staged.add_artifact(p, kernels.artifact_kind(p.name)) for p in builds[0].artifacts
+               if not p.name.endswith(oci_image.SUFFIX)]
     kernels_tar = next((p for p in builds[0].artifacts if p.name.endswith(kernels.SUFFIX)), None)
     for fmt, path in sbom.write_sboms(wheel_of(builds[0]), candidate, ws.root / "sbom", kernels=kernels_tar).items():
         entries.append(staged.add_sbom(path, fmt))
