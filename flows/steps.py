@@ -4,6 +4,7 @@ the release, nightly and qualify flows share the build and the lane steps."""
 
 from __future__ import annotations
 
+import sys
 from contextlib import nullcontext
 from pathlib import Path
 
@@ -11,8 +12,9 @@ from prefect import get_run_logger, task
 from prefect.runtime import task_run
 from prefect.artifacts import create_link_artifact, create_markdown_artifact, create_table_artifact
 
-from builders import compare, kernels, oci_image, provenance, recipe, reproduce, sbom, snapshot, variations
+from builders import compare, kernels, oci_image, provenance, recipe, reproduce, resolved_deps, sbom, snapshot, variations
 from builders.incumbent import resolve_incumbent
+from builders.wheel_meta import read_wheel
 from flows import build_hosts, judged_evidence, lane_evidence, summaries
 from flows.image_base import image_base
 from flows.config import Config, Lane
@@ -25,6 +27,7 @@ from flows.workspace import Workspace
 from gates.judged import lane as judged_lane
 from gates.qualify import qualify
 from hosts.errors import HostLost
+from hosts.local import LocalHost
 from releases import keys
 from releases.candidate import candidate_ref
 from releases.canonical import file_sha256, load_json_bytes
@@ -130,10 +133,22 @@ def package_release(cfg: Config, ws: Workspace, candidate: dict, builds) -> None
     entries = [staged.add_artifact(p, kernels.artifact_kind(p.name)) for p in builds[0].artifacts
                if not p.name.endswith(oci_image.SUFFIX)]
     kernels_tar = next((p for p in builds[0].artifacts if p.name.endswith(kernels.SUFFIX)), None)
-    for fmt, path in sbom.write_sboms(wheel_of(builds[0]), candidate, ws.root / "sbom", kernels=kernels_tar).items():
+    resolved = lane_dependency_versions(cfg, wheel_of(builds[0]))
+    for fmt, path in sbom.write_sboms(wheel_of(builds[0]), candidate, ws.root / "sbom", kernels=kernels_tar,
+                                      resolved=resolved).items():
         entries.append(staged.add_sbom(path, fmt))
     staged.write_sums()
     create_table_artifact(key="artifacts", table=summaries.assets_table(entries), description="Release assets")
+
+
+def lane_dependency_versions(cfg: Config, wheel: Path) -> dict | None:
+    """The wheel's dependencies as installed beside the interpreter the first local lane reuses
+    (gates/install.py), i.e. the versions that lane qualifies; None when no lane runs here."""
+    lane = next((ln for ln in cfg.lanes if ln.host == "local" and not ln.evidence), None)
+    if lane is None:
+        return None
+    names = [d.name for d in read_wheel(wheel).dependencies]
+    return resolved_deps.resolve(LocalHost("local"), sys.executable, names)
 
 
 def _lost_host(task, task_run, state) -> bool:
