@@ -1,6 +1,7 @@
 """Compare the outputs of two builds and explain every difference: the reproducibility record.
 
-Files are compared by SHA-256. When an archive (wheel/zip, sdist/tar.gz, kernels/tar) differs, its members
+Files are compared by SHA-256. When an archive (wheel/zip, sdist/tar.gz, kernels/tar, the OCI
+image by layer: builders.oci_diff) differs, its members
 are compared one by one and each difference is named (builders.diffutil lists the kinds). If
 the bytes differ and no member, order or header difference accounts for it, the archive itself
 gets one `content` difference and counts as unexplained; unexplained differences cannot be
@@ -17,13 +18,14 @@ from typing import Iterable
 
 from builders.diffutil import content_detail, difference
 from builders.errors import CompareError, ForeignWaiver
+from builders.oci_diff import diff_oci
 from builders.snapshot import as_ref
 from builders.targz_diff import diff_tar, diff_targz
 from builders.zip_diff import diff_zip
 from releases.canonical import file_sha256
 from releases.schema import validate
 
-ARCHIVE_DIFFS = ((".whl", diff_zip), (".zip", diff_zip), (".tar.gz", diff_targz), (".tgz", diff_targz),
+ARCHIVE_DIFFS = ((".oci.tar", diff_oci), (".whl", diff_zip), (".zip", diff_zip), (".tar.gz", diff_targz), (".tgz", diff_targz),
                  (".tar", lambda a, b: diff_tar(a.read_bytes(), b.read_bytes())))   # the AOT kernels
 
 

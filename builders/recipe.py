@@ -12,13 +12,14 @@ import hashlib
 import json
 import os
 import posixpath
+import re
 import sys
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
-from builders import kernels, variations
+from builders import kernels, oci_image, variations
 from builders.environment import BuildEnv, hermetic_env
 from builders.errors import ArtifactMismatch, BuilderError, BuildFailed
 from builders.provenance import build_record
@@ -27,6 +28,7 @@ from builders.treehash import files_digest, git_tree_id
 from hosts.base import Host
 from hosts.local import LocalHost
 from releases.canonical import file_sha256
+from releases.schema import validate
 
 Progress = Callable[[str, str, str], None]  # (build label, stream, text)
 BUILD_TIMEOUT_S = 1800.0
@@ -142,16 +144,21 @@ def build_twice(host_a: Host, host_b: Host, candidate: dict, source_dir: str | P
                 timeout: float = BUILD_TIMEOUT_S, progress: Progress | None = None,
                 source_uri: str | None = None, enabled: tuple[str, ...] = variations.NAMES,
                 placements: tuple[dict | None, dict | None] = (None, None),
-                kernel_archs: tuple[int, ...] | None = None) -> tuple[BuildResult, BuildResult]:
+                kernel_archs: tuple[int, ...] | None = None,
+                image_base: Path | None = None) -> tuple[BuildResult, BuildResult]:
     """Build a and b one after the other, b with every ENABLED variation (builders.variations).
 
     WORKROOT is the path used on the hosts; artifacts come back into LOCAL_DIR/{a,b}
     (default WORKROOT/artifacts on this machine). Remote hosts need python_a / python_b.
+    IMAGE_BASE: a root filesystem tarball; each build then also makes the engine's OCI image
+    from its own wheel (builders.oci_image), on this machine.
     """
     fetched = Path(local_dir) if local_dir is not None else Path(workroot) / "artifacts"
     a = build(host_a, candidate, source_dir, "a", build_dir(workroot, "a"), python=python_a, workroot=workroot,
               local_dir=fetched / "a", timeout=timeout, progress=progress, source_uri=source_uri,
               plan=variations.plan_for("a"), placement=placements[0], kernel_archs=kernel_archs)
+    if image_base is not None:
+        a = with_image(a, candidate, Path(image_base))
     plan_b = variations.plan_for("b", enabled)
     dir_b = build_dir(workroot, plan_b["build_path"])
     if host_b.exists(dir_b):  # build_path not varied: b reuses a's path, a's artifacts are fetched
@@ -159,7 +166,32 @@ def build_twice(host_a: Host, host_b: Host, candidate: dict, source_dir: str | P
     b = build(host_b, candidate, source_dir, "b", dir_b, python=python_b, workroot=workroot,
               local_dir=fetched / "b", timeout=timeout, progress=progress, source_uri=source_uri, plan=plan_b,
               placement=placements[1], kernel_archs=kernel_archs)
+    if image_base is not None:
+        b = with_image(b, candidate, Path(image_base))
     return a, b
+
+
+def with_image(result: BuildResult, candidate: dict, rootfs: Path) -> BuildResult:
+    """RESULT with the engine's OCI image made from its own fetched wheel: one more artifact and
+    subject, the image and layer digests in the receipt (environment.image, byproducts)."""
+    wheel = next(p for p in result.artifacts if p.suffix == ".whl")
+    pkg = candidate["package"]
+    out = wheel.parent / ("-".join(wheel.name.split("-")[:2]) + oci_image.SUFFIX)
+    tag = re.sub(r"[^A-Za-z0-9_.-]", "_", str(pkg["version"]))[:128]
+    rec = oci_image.build_image(rootfs, wheel, out, int(candidate["source_date_epoch"]),
+                                ref_name=f"{pkg['name']}:{tag}", workdir=wheel.parent.parent / f".image-{result.label}")
+    record = json.loads(json.dumps(result.record))
+    record["buildDefinition"]["externalParameters"]["targets"].append("image")
+    record["buildDefinition"]["internalParameters"]["environment"]["image"] = {
+        **{k: rec[k] for k in ("ref_name", "image_digest", "config_digest", "python", "layers")},
+        "base": {"name": rootfs.name, "sha256": file_sha256(rootfs)}, "built_on": "this machine, from the fetched wheel"}
+    record["runDetails"]["byproducts"] = sorted(
+        record["runDetails"]["byproducts"] + [{"name": f"{out.name}#layer-{i}-{la['role']}",
+                                               "digest": {"sha256": la["digest"].removeprefix("sha256:")}}
+                                              for i, la in enumerate(rec["layers"])], key=lambda b: b["name"])
+    validate("build", record, f"build-{result.label}")
+    return replace(result, record=record, artifacts=[*result.artifacts, out],
+                   subjects=[*result.subjects, {"name": out.name, "digest": rec["digest"]}])
 
 
 @contextmanager

@@ -34,9 +34,10 @@ def cyclonedx_json(wheel: str | Path, candidate: dict) -> bytes:
 
 
 def write_sboms(wheel: str | Path, candidate: dict, out_dir: str | Path,
-                kernels: str | Path | None = None) -> dict[str, Path]:
+                kernels: str | Path | None = None, resolved: dict | None = None) -> dict[str, Path]:
     """Write <wheel stem>.spdx.json and <wheel stem>.cdx.json into OUT_DIR; KERNELS (the build's AOT
-    kernels artifact) is named in both by its digests.
+    kernels artifact) is named in both by its digests; RESOLVED (builders.resolved_deps.resolve) gives
+    each dependency the version installed where the lanes run it (purls with versions).
 
     Returns {"spdx-2.3": path, "cyclonedx-1.5": path}.
     """
@@ -46,8 +47,8 @@ def write_sboms(wheel: str | Path, candidate: dict, out_dir: str | Path,
     stem = wheel.name[: -len(".whl")] if wheel.name.endswith(".whl") else wheel.stem
     paths = {SPDX: out / f"{stem}{SPDX_SUFFIX}", CYCLONEDX: out / f"{stem}{CDX_SUFFIX}"}
     extra = ArtifactFile.of(kernels) if kernels is not None else None
-    paths[SPDX].write_bytes(sbom_bytes(spdx_document(info, candidate, tool=_tool(), kernels=extra)))
-    paths[CYCLONEDX].write_bytes(sbom_bytes(cyclonedx_bom(info, candidate, kernels=extra)))
+    paths[SPDX].write_bytes(sbom_bytes(spdx_document(info, candidate, tool=_tool(), kernels=extra, resolved=resolved)))
+    paths[CYCLONEDX].write_bytes(sbom_bytes(cyclonedx_bom(info, candidate, kernels=extra, resolved=resolved)))
     return paths
 
 

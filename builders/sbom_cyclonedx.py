@@ -18,8 +18,11 @@ from builders.errors import SbomError
 from builders.wheel_meta import ArtifactFile, WheelInfo
 
 
-def cyclonedx_bom(info: WheelInfo, candidate: dict, kernels: ArtifactFile | None = None) -> dict:
-    """The CycloneDX 1.5 BOM as a JSON-ready dict; raises SbomError if the schema rejects it."""
+def cyclonedx_bom(info: WheelInfo, candidate: dict, kernels: ArtifactFile | None = None,
+                  resolved: dict | None = None) -> dict:
+    """The CycloneDX 1.5 BOM as a JSON-ready dict; raises SbomError if the schema rejects it.
+    RESOLVED (builders.resolved_deps.resolve): the versions the dependencies had where the lanes ran."""
+    versions = (resolved or {}).get("versions", {})
     created = dt.datetime.fromtimestamp(candidate["source_date_epoch"], dt.timezone.utc)
     purl = PackageURL(type="pypi", name=info.name.lower(), version=info.version)
     files = [Component(type=ComponentType.FILE, name=f.path, bom_ref=f"file:{f.path}",
@@ -36,11 +39,15 @@ def cyclonedx_bom(info: WheelInfo, candidate: dict, kernels: ArtifactFile | None
         components=files)
     deps = []
     for d in info.dependencies:
-        dep_purl = PackageURL(type="pypi", name=d.name)
+        version = versions.get(d.name)
+        dep_purl = PackageURL(type="pypi", name=d.name, version=version)
+        props = [Property(name="assay:requirement", value=r) for r in d.requirements]
+        if resolved is not None:
+            props.append(Property(name="assay:resolved-in", value=f"lane environment, python {resolved['python']}"
+                                  if version else "not installed in the lane environment"))
         deps.append(Component(
-            type=ComponentType.LIBRARY, name=d.name, bom_ref=str(dep_purl), purl=dep_purl,
-            scope=ComponentScope.OPTIONAL if d.optional else ComponentScope.REQUIRED,
-            properties=[Property(name="assay:requirement", value=r) for r in d.requirements]))
+            type=ComponentType.LIBRARY, name=d.name, version=version, bom_ref=str(dep_purl), purl=dep_purl,
+            scope=ComponentScope.OPTIONAL if d.optional else ComponentScope.REQUIRED, properties=props))
     # Same wheel bytes -> same serial number; a different wheel can never reuse one.
     bom = Bom(serial_number=uuid.uuid5(uuid.NAMESPACE_URL, f"sha256:{info.sha256}"),
               metadata=BomMetaData(component=main, timestamp=created))

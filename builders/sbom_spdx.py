@@ -19,7 +19,8 @@ from builders.wheel_meta import ArtifactFile, WheelInfo
 NAMESPACE_BASE = "https://assay.dev/spdx"
 
 
-def spdx_document(info: WheelInfo, candidate: dict, tool: str, kernels: ArtifactFile | None = None) -> dict:
+def spdx_document(info: WheelInfo, candidate: dict, tool: str, kernels: ArtifactFile | None = None,
+                  resolved: dict | None = None) -> dict:
     """The SPDX document as a JSON-ready dict; raises SbomError if spdx-tools finds it invalid."""
     created = dt.datetime.fromtimestamp(candidate["source_date_epoch"], dt.timezone.utc)
     # Same wheel bytes -> same namespace; a different wheel can never reuse one.
@@ -43,10 +44,12 @@ def spdx_document(info: WheelInfo, candidate: dict, tool: str, kernels: Artifact
         copyright_text=SpdxNoAssertion(), summary=info.summary or None,
         source_info=f"built from git commit {candidate['commit']} (tree {candidate['tree']})",
         external_references=[_purl(info.name, info.version)])
-    deps = [Package(spdx_id=f"SPDXRef-Package-dep-{_safe(d.name)}", name=d.name,
+    versions = (resolved or {}).get("versions", {})   # builders.resolved_deps: where the lanes ran
+    where = f"; resolved in the lane environment, python {resolved['python']}" if resolved else ""
+    deps = [Package(spdx_id=f"SPDXRef-Package-dep-{_safe(d.name)}", name=d.name, version=versions.get(d.name),
                     download_location=SpdxNoAssertion(), files_analyzed=False,
-                    comment="declared requirement: " + " | ".join(d.requirements),
-                    external_references=[_purl(d.name, None)])
+                    comment="declared requirement: " + " | ".join(d.requirements) + (where if versions.get(d.name) else ""),
+                    external_references=[_purl(d.name, versions.get(d.name))])
             for d in info.dependencies]
     relationships = [Relationship("SPDXRef-DOCUMENT", RelationshipType.DESCRIBES, main_id)]
     relationships += [Relationship(main_id, RelationshipType.CONTAINS, f.spdx_id) for f in files]

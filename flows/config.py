@@ -173,6 +173,11 @@ class Config:
         return tuple(archs) if archs else None
 
     @property
+    def build_image(self) -> bool:
+        """Whether each build also makes the engine's OCI image (builders.oci_image)."""
+        return bool(self.raw["build"].get("image", False))
+
+    @property
     def lanes(self) -> list[Lane]:
         lanes = []
         for i, lane in enumerate(self.raw["lanes"]):

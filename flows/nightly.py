@@ -52,5 +52,5 @@ def nightly_reproducibility(config: str | None = None) -> dict:
     cfg = load_config(config)
     ws = Workspace.for_run(cfg, f"nightly-{flow_run.get_id() or 'local'}")
     release = latest_release(cfg, ws)
-    builds = steps.build_twice(cfg, ws, release["candidate"], stage=False)
+    builds = steps.build_twice(cfg, ws, release["candidate"], stage=False, image=False)
     return compare_published(release, builds)

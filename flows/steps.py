@@ -4,6 +4,7 @@ the release, nightly and qualify flows share the build and the lane steps."""
 
 from __future__ import annotations
 
+import sys
 from contextlib import nullcontext
 from pathlib import Path
 
@@ -11,9 +12,11 @@ from prefect import get_run_logger, task
 from prefect.runtime import task_run
 from prefect.artifacts import create_link_artifact, create_markdown_artifact, create_table_artifact
 
-from builders import compare, kernels, provenance, recipe, reproduce, sbom, snapshot, variations
+from builders import compare, kernels, oci_image, provenance, recipe, reproduce, resolved_deps, sbom, snapshot, variations
 from builders.incumbent import resolve_incumbent
+from builders.wheel_meta import read_wheel
 from flows import build_hosts, judged_evidence, lane_evidence, release_assets, summaries
+from flows.image_base import image_base
 from flows.config import Config, Lane
 from flows.results import PERSISTED
 from flows.errors import GateFailed, LaneFailed, LaneHardwarePending, NotReproducible, StagedReleaseInvalid
@@ -24,6 +27,7 @@ from flows.workspace import Workspace
 from gates.judged import lane as judged_lane
 from gates.qualify import qualify
 from hosts.errors import HostLost
+from hosts.local import LocalHost
 from releases import keys
 from releases.candidate import candidate_ref
 from releases.canonical import file_sha256, load_json_bytes
@@ -70,8 +74,10 @@ def freeze_candidate(cfg: Config, ws: Workspace, ref: str, allow_dirty: bool) ->
 
 
 @task(name="build twice", **PERSISTED)
-def build_twice(cfg: Config, ws: Workspace, candidate: dict, stage: bool = True):
-    """Export the candidate's source and build it on both build hosts; stage the build receipts."""
+def build_twice(cfg: Config, ws: Workspace, candidate: dict, stage: bool = True, image: bool = True):
+    """Export the candidate's source and build it on both build hosts; stage the build receipts.
+    IMAGE=False: no engine image even when `[build] image` asks for one (the nightly rebuild, whose
+    outputs are checked against a release's SHA256SUMS, where the image is not)."""
     log = get_run_logger()
     ws.clear_build()  # what a build killed part-way left (a finished build is a cached result: never here)
     snapshot.export_source(cfg.source, candidate, ws.source)
@@ -79,7 +85,7 @@ def build_twice(cfg: Config, ws: Workspace, candidate: dict, stage: bool = True)
         builds = recipe.build_twice(*bh.hosts, candidate, ws.source, ws.build_root(cfg.build_hosts),
                                     timeout=cfg.build_timeout_s, local_dir=ws.root / "artifacts",
                                     python_a=bh.pythons[0], python_b=bh.pythons[1], placements=bh.placements,
-                                    kernel_archs=cfg.kernel_archs,
+                                    kernel_archs=cfg.kernel_archs, image_base=image_base(cfg, log.info) if image else None,
                                     source_uri=provenance.repository_uri(cfg.source, cfg.source_uri),
                                     progress=lambda label, stream, text: log.info("build %s: %s", label, text.rstrip()))
     if stage:
@@ -124,13 +130,28 @@ def package_release(cfg: Config, ws: Workspace, candidate: dict, builds) -> None
     users follow after installing (the acceptance window runs its blocks), both SBOMs of the wheel
     and SHA256SUMS."""
     staged = stager(cfg, ws)
-    entries = [staged.add_artifact(p, kernels.artifact_kind(p.name)) for p in builds[0].artifacts]
+    # The engine image is a build artifact, compared and bound in the build receipts, but not a
+    # release asset (docs/REPRODUCIBILITY.md, The engine image: why it is not shipped yet).
+    entries = [staged.add_artifact(p, kernels.artifact_kind(p.name)) for p in builds[0].artifacts
+               if not p.name.endswith(oci_image.SUFFIX)]
     entries += [staged.add_artifact(p, kind) for p, kind in release_assets.shipped_with(candidate, ws.root / "assets")]
     kernels_tar = next((p for p in builds[0].artifacts if p.name.endswith(kernels.SUFFIX)), None)
-    for fmt, path in sbom.write_sboms(wheel_of(builds[0]), candidate, ws.root / "sbom", kernels=kernels_tar).items():
+    resolved = lane_dependency_versions(cfg, wheel_of(builds[0]))
+    for fmt, path in sbom.write_sboms(wheel_of(builds[0]), candidate, ws.root / "sbom", kernels=kernels_tar,
+                                      resolved=resolved).items():
         entries.append(staged.add_sbom(path, fmt))
     staged.write_sums()
     create_table_artifact(key="artifacts", table=summaries.assets_table(entries), description="Release assets")
+
+
+def lane_dependency_versions(cfg: Config, wheel: Path) -> dict | None:
+    """The wheel's dependencies as installed beside the interpreter the first local lane reuses
+    (gates/install.py), i.e. the versions that lane qualifies; None when no lane runs here."""
+    lane = next((ln for ln in cfg.lanes if ln.host == "local" and not ln.evidence), None)
+    if lane is None:
+        return None
+    names = [d.name for d in read_wheel(wheel).dependencies]
+    return resolved_deps.resolve(LocalHost("local"), sys.executable, names)
 
 
 def _lost_host(task, task_run, state) -> bool:

@@ -72,6 +72,9 @@ class DockerHost(ArchiveFiles):
             self._container(argv)
             raise HostLost(self.name, argv, f"starting the command: {e}") from None
         sock: socket.socket = getattr(raw, "_sock", raw)
+        # The socket inherits the API client's timeout; a command silent for that long (a compile)
+        # would end the stream while it still runs. The loop below owns the deadline instead.
+        sock.settimeout(None)
         sink = StreamCollector(on_output)
         marker = PgidMarker(sink)
         reader = threading.Thread(target=_read_frames, args=(sock, sink, marker), daemon=True)

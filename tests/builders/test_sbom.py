@@ -100,3 +100,30 @@ def test_the_kernels_artifact_is_named_in_both_sboms(built_fixture, tmp_path):
     cdx = json.loads(paths["cyclonedx-1.5"].read_text())
     [comp] = [c for c in cdx["components"] if c["name"] == kernels.name]
     assert comp["hashes"] == [{"alg": "SHA-256", "content": sha}]
+
+
+def test_dependencies_carry_the_versions_resolved_where_the_lanes_run(built_fixture, tmp_path):
+    """Purls with versions from the lane environment (here this interpreter, as a local lane's)."""
+    import sys
+
+    import numpy
+
+    from builders import resolved_deps
+    from builders.wheel_meta import read_wheel
+    from hosts.local import LocalHost
+
+    wheel = built_fixture.wheel_a
+    names = [d.name for d in read_wheel(wheel).dependencies]
+    resolved = resolved_deps.resolve(LocalHost("local"), sys.executable, names)
+    assert resolved["versions"]["numpy"] == numpy.__version__
+    assert resolved["python"] == ".".join(map(str, sys.version_info[:3]))
+    paths = write_sboms(wheel, built_fixture.candidate, tmp_path, resolved=resolved)
+    cdx = json.loads(paths["cyclonedx-1.5"].read_text())
+    dep = next(c for c in cdx["components"] if c["name"] == "numpy")
+    assert (dep["version"], dep["purl"]) == (numpy.__version__, f"pkg:pypi/numpy@{numpy.__version__}")
+    spdx = json.loads(paths["spdx-2.3"].read_text())
+    pkg = next(p for p in spdx["packages"] if p["name"] == "numpy")
+    assert pkg["versionInfo"] == numpy.__version__
+    assert [r["referenceLocator"] for r in pkg["externalRefs"]] == [f"pkg:pypi/numpy@{numpy.__version__}"]
+    assert validate_full_spdx_document(parse_file(str(paths["spdx-2.3"]))) == []
+    assert JsonStrictValidator(SchemaVersion.V1_5).validate_str(paths["cyclonedx-1.5"].read_text()) is None

@@ -29,6 +29,18 @@ def test_run(host):
     assert host.run(["/usr/bin/env"], env={"ONLY": "1"}, replace_env=True).stdout == "ONLY=1\n"
 
 
+def test_a_silent_command_outlives_the_api_timeout(testbed):
+    """A command that prints nothing for longer than the docker client's timeout still finishes
+    with its exit code (the kernels step of a build is silent for minutes)."""
+    name = load_inventory(testbed).connect("tb1-docker").container_name
+    h = DockerHost("silent", container=name, api_timeout=2.0)
+    try:
+        r = h.run(["sh", "-c", "sleep 5; echo done; exit 3"], timeout=60)
+        assert (r.exit_code, r.stdout) == (3, "done\n")
+    finally:
+        h.close()
+
+
 def test_timeout_kills_the_whole_group(host):
     t0 = time.monotonic()
     with pytest.raises(CommandTimeout):
