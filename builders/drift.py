@@ -1,7 +1,8 @@
 """Nightly drift check: do today's two rebuilds still produce the published artifact bytes?
 
-Only the artifacts/ entries of the published SHA256SUMS are checked: SBOMs are derived from
-the wheel, so a drifted wheel already says everything. Per published artifact:
+Only the artifacts/ entries of the published SHA256SUMS that the build made are checked (the
+installer and quickstart are written by the pipeline, not built): SBOMs are derived from the
+wheel, so a drifted wheel already says everything. Per published artifact:
   matches   both rebuilds have it, with the published SHA-256;
   drifted   a rebuild has it with other bytes (explained member by member against the published
             copy when one is given), or the two rebuilds disagree;
@@ -24,12 +25,14 @@ PREFIX = "artifacts/"
 
 def check_drift(rebuilt_a: str | Path, rebuilt_b: str | Path, published_sums: str | bytes,
                 candidate: dict, published_version: str,
-                published_artifacts: str | Path | None = None) -> dict:
-    """The drift record {candidate, published_version, files, drift}."""
+                published_artifacts: str | Path | None = None, built: list[str] | None = None) -> dict:
+    """The drift record {candidate, published_version, files, drift}. BUILT: the artifacts/ paths
+    the build made (the manifest's built kinds); others the release lists, such as the installer
+    the pipeline writes, are not rebuilt and not checked. None: every artifacts/ entry."""
     data = published_sums.encode("utf-8") if isinstance(published_sums, str) else published_sums
     published = {path[len(PREFIX):]: sha for path, sha in
                  parse_sums(data, where=f"published SHA256SUMS of {published_version}").items()
-                 if path.startswith(PREFIX)}
+                 if path.startswith(PREFIX) and (built is None or path in built)}
     if not published:
         raise BuilderError(f"published SHA256SUMS of {published_version} lists no artifacts/ entries")
     side_a, side_b = _digests(Path(rebuilt_a)), _digests(Path(rebuilt_b))

@@ -51,6 +51,7 @@ def acceptance_window(cfg: Config, ws: Workspace, lane: Lane, staged: Staged, at
             workdir=str(work / "work"), lease_path=str(cfg.state_dir.resolve() / "leases" / "gpu")
             if lane.lease_path is None else lane.lease_path, run_id=f"acceptance-{ws.root.name}",
             max_hold_s=lane.acceptance_max_hold_s or MAX_HOLD_S, attempt=attempt, model=lane.model,
+            incumbent_prefix=lane.acceptance_incumbent_prefix,
             # the shipped zipapp needs the verifier's packages: the lane's python, else this run's
             python=lane.python or sys.executable, base_python=lane.python or sys.executable,
             progress=lambda line: log.info("acceptance %s: %s", lane.name, line))

@@ -50,6 +50,7 @@ class Lane:
     public_key: str | None = None  # the lane host's pinned public key (PEM), from public_key or public_key_file
     acceptance: bool = False  # run the acceptance window on this lane's host (flows/acceptance_steps.py)
     acceptance_max_hold_s: float | None = None  # how long that window may hold the host (default 1800 s)
+    acceptance_incumbent_prefix: str | None = None  # where the serving release is installed on that host
     optional: bool = False  # a hardware-pending lane does not keep the release from ready (it is disclosed)
 
 
@@ -247,7 +248,7 @@ class Config:
 
 # Keys of a [[lanes]] table that flows reads and gates does not (gates' lane schema refuses them).
 FLOW_ONLY_LANE_KEYS = ("gates", "work_pool", "dispatch_timeout_s", "evidence", "public_key", "public_key_file",
-                       "optional", "acceptance", "acceptance_max_hold_s")
+                       "optional", "acceptance", "acceptance_max_hold_s", "acceptance_incumbent_prefix")
 
 
 def lane_table(table: dict[str, Any]) -> dict[str, Any]:
@@ -264,6 +265,7 @@ def validate_config(raw: dict[str, Any], file: str) -> None:
                           short(f"{first.message} (expected by schema rule {first.validator!r})"))
     for i, lane in enumerate(raw["lanes"]):
         _check_lane_keys(lane, file, f"/lanes/{i}")
+        _check_acceptance_host(lane, raw, file, f"/lanes/{i}")
 
 
 def _check_lane_keys(lane: dict[str, Any], file: str, where: str) -> None:
@@ -281,6 +283,22 @@ def _check_lane_keys(lane: dict[str, Any], file: str, where: str) -> None:
     if pinned and "evidence" not in lane and "work_pool" not in lane:
         raise ConfigError(file, f"{where}/{pinned[0]}", "a lane run in place signs as the pipeline (the release "
                           "key); a pinned lane key needs evidence or work_pool")
+
+
+def _check_acceptance_host(lane: dict[str, Any], raw: dict[str, Any], file: str, where: str) -> None:
+    """The acceptance window runs from the release run itself, on the lane's host (gates/acceptance.py):
+    that host must be one the run reaches, `local` or an inventory host. Said at load time, not after
+    the builds and lanes have run."""
+    if not lane.get("acceptance"):
+        return
+    for key in ("work_pool", "evidence"):
+        if key in lane:
+            raise ConfigError(file, f"{where}/acceptance", f"a lane with {key} runs elsewhere, and the acceptance "
+                              "window runs from this run on the lane's host: set acceptance on a lane run in "
+                              "place (its host `local` or an inventory host)")
+    if lane.get("host", "local") != "local" and "inventory" not in raw:
+        raise ConfigError(file, f"{where}/acceptance", f"the acceptance window runs on host {lane['host']!r}, "
+                          "which needs an inventory (set `inventory`)")
 
 
 def load_config(path: str | os.PathLike[str] | None = None, root: Path | None = None) -> Config:

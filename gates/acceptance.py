@@ -3,11 +3,12 @@ inside a lane window (gates/window.py), recorded as the predicate of an `accepta
 (releases/schemas/acceptance.schema.json, lane form).
 
 In order: open the window (audit's first look, lease, snapshot); stop the incumbent engine when one
-runs in INCUMBENT_PREFIX; download every staged asset anonymously (gates/staged_downloads.py);
+runs in INCUMBENT_PREFIX (its service record kept); download every staged asset anonymously (gates/staged_downloads.py);
 install with the shipped installer zipapp, run by the host's python3; start the engine on a free
 port with an API key file; the auth probe (200 with the key, 401 without) and the openai behaviour
 gates (gates/acceptance_behaviour.py); the release's QUICKSTART.md blocks (gates/docs_run.py);
-stop; close the window (restore) and audit the host independently against the first look.
+stop; start the incumbent again exactly as found (release, port, key file, model, profile) and
+check it; close the window (restore) and audit the host independently against the first look.
 
 Every step is a route (name, status, started/ended, facts); a step that raises is recorded as
 failed with its error in its facts, the later steps are skipped, and the window is still closed
@@ -101,6 +102,7 @@ def run_window(host, *, candidate_ref: dict, host_label: str, staged_url: str, k
                           "behaviour": [], "docs": {"asset": DOCS_ASSET, "sha256": NOTHING, "blocks": []},
                           "assets": []}
     details: dict[str, Any] = {}
+    incumbent: dict[str, Any] = {}   # the incumbent's service as found, once this window stopped it
     window.open()
     try:
         with urllib.request.urlopen(url + SUMS_NAME, timeout=60) as resp:
@@ -114,9 +116,14 @@ def run_window(host, *, candidate_ref: dict, host_label: str, staged_url: str, k
             def stop_incumbent():
                 if installer is None:
                     raise StepFailed("no installer asset to stop the incumbent with")
+                svc = _incumbent_service(host, python, f"{dl}/{installer}", incumbent_prefix)
+                if svc is None:
+                    return {"running": False}   # nothing runs there: nothing to stop or restore
                 res = host.run([python, f"{dl}/{installer}", "stop", "--prefix", incumbent_prefix, "--json"],
                                timeout=120)
-                return {"stopped": _json_out(res, "installer stop (incumbent)").get("status")}
+                stopped = _json_out(res, "installer stop (incumbent)").get("status")
+                incumbent.update(svc)
+                return {"running": True, "stopped": stopped, "version": svc["version"], "port": svc["port"]}
 
         def downloads():
             # the schema wants a digest for every row: one that never arrived is recorded as all
@@ -202,6 +209,12 @@ def run_window(host, *, candidate_ref: dict, host_label: str, staged_url: str, k
                 [python, f"{dl}/{installer}", "stop", "--prefix", prefix, "--json"], timeout=120),
                 "installer stop").get("status")})
             r.failure = stopped or r.failure
+        if incumbent:   # started again as found (same release, port, key file, model, profile), inside the window
+            stopped = r.failure
+            r.failure = None
+            r.step("restore-incumbent", lambda: _restart_incumbent(host, python, f"{dl}/{installer}",
+                                                                  incumbent_prefix, incumbent, timeout_s))
+            r.failure = stopped or r.failure
         closed = window.close()
         checks = audit.compare(window.audit_before, window.observe())
     audit_ok = audit.passed(checks)
@@ -225,6 +238,30 @@ def run_window(host, *, candidate_ref: dict, host_label: str, staged_url: str, k
         "restore": restore, "hold_s": hold, "max_hold_s": max_hold_s}
     details["problems"] = problems
     return predicate, details
+
+
+def _incumbent_service(host, python: str, installer: str, prefix: str) -> dict | None:
+    """The running incumbent's service record (version, port, api_key_file, model, profile), or None
+    when no service of that prefix runs."""
+    status = _json_out(host.run([python, installer, "status", "--prefix", prefix, "--json"], timeout=60),
+                       "installer status (incumbent)")
+    if not (status.get("service") or {}).get("running"):
+        return None
+    record = json.loads(host.run(["cat", f"{prefix}/run/service.json"], timeout=30).check().stdout)
+    return {k: record.get(k) for k in ("version", "port", "api_key_file", "model", "profile")}
+
+
+def _restart_incumbent(host, python: str, installer: str, prefix: str, svc: dict, timeout_s: float) -> dict:
+    """Start the incumbent as it was found, then check that it runs that release on that port."""
+    argv = [python, installer, "start", "--prefix", prefix, "--port", str(svc["port"]),
+            "--api-key-file", svc["api_key_file"], "--json"]
+    argv += (["--model", svc["model"]] if svc.get("model") else []) + \
+        (["--profile", svc["profile"]] if svc.get("profile") else [])
+    _json_out(host.run(argv, timeout=timeout_s), "installer start (incumbent)")
+    now = _incumbent_service(host, python, installer, prefix)
+    if now is None or (now["version"], now["port"]) != (svc["version"], svc["port"]):
+        raise StepFailed(f"the incumbent {svc['version']} on port {svc['port']} did not come back as found: {now}")
+    return {"version": now["version"], "port": now["port"], "same_config": now == svc}
 
 
 def _put_text(host, path: str, text: str) -> None:

@@ -1,9 +1,37 @@
 """Session fixture for the sshd test bed, and the docker skip logic (marker `docker`):
 without a docker daemon those tests skip, unless ASSAY_REQUIRE_DOCKER=1, then they fail."""
+import importlib.util
 import os
+import sys
 import uuid
 
 import pytest
+
+
+def _import_triton_interpreted() -> None:
+    """Without CUDA the kernel tests run Triton's interpreter, and `triton.language`'s own jit'd
+    helpers (tl.max, tl.sum, ...) are built as interpreted functions only when TRITON_INTERPRET=1
+    is set as triton first imports. Import it so here, before any test module can import it
+    otherwise; the variable is then taken out again (tests/engine/kernels/conftest.py sets it
+    around its own tests only)."""
+    if "triton" in sys.modules or importlib.util.find_spec("triton") is None:
+        return
+    import torch
+
+    if torch.cuda.is_available():
+        return
+    before = os.environ.get("TRITON_INTERPRET")
+    os.environ["TRITON_INTERPRET"] = "1"
+    try:
+        import triton.language  # noqa: F401
+    finally:
+        if before is None:
+            del os.environ["TRITON_INTERPRET"]
+        else:
+            os.environ["TRITON_INTERPRET"] = before
+
+
+_import_triton_interpreted()
 
 
 def _docker_problem() -> str | None:

@@ -41,6 +41,21 @@ def test_unchanged_rebuild_matches(built_fixture):
     assert rec["candidate"]["commit"] == built_fixture.candidate["commit"]
 
 
+def test_assets_the_pipeline_writes_are_not_rebuilt(built_fixture, tmp_path):
+    """The release also lists an installer the pipeline wrote: not expected from a rebuild, so only
+    the built paths are checked; checking every artifacts/ entry reports it missing."""
+    a, b = built_fixture.a.artifacts[0].parent, built_fixture.b.artifacts[0].parent
+    installer = tmp_path / "assay-install-1.2.3.pyz"
+    installer.write_bytes(b"PK zipapp")
+    sums = sums_bytes([*built_fixture.a.artifacts, installer])
+    built = [f"artifacts/{p.name}" for p in built_fixture.a.artifacts]
+    rec = check_drift(a, b, sums, built_fixture.candidate, "1.2.3", built=built)
+    assert rec["drift"] is False and [f["name"] for f in rec["files"]] == sorted(built)
+    rec = check_drift(a, b, sums, built_fixture.candidate, "1.2.3")
+    assert rec["drift"] is True
+    assert {f["name"]: f["status"] for f in rec["files"]}["artifacts/assay-install-1.2.3.pyz"] == "missing"
+
+
 def test_drifted_artifact_is_explained_against_the_published_copy(built_fixture, tmp_path):
     wheel = built_fixture.wheel_a
     published = tmp_path / "published"

@@ -32,7 +32,9 @@ def _lane_config(tmp: Path, repo: Path, pool: str, host: str) -> Path:
     dispatched to `pool`. Each test has its own host label, so its own GPU slot: a slot the killed
     lane host held stays taken until its Prefect lease expires."""
     config = write_config(tmp, repo)
-    text = config.read_text()
+    # The acceptance window runs from the release run on the lane's host, which a dispatched lane's
+    # run does not reach (flows/config.py refuses the pair): this test qualifies through the worker only.
+    text = config.read_text().replace("acceptance = true\n", "")
     assert text.count('host = "local"\n') == 1
     config.write_text(text.replace('host = "local"\n', f'host = "{host}"\ngpu = "testbed"\nwork_pool = "{pool}"\n'
                                                        "dispatch_timeout_s = 1200\n"))

@@ -200,7 +200,9 @@ def test_nightly_rebuild_matches_the_published_sums(prefect_api, published):
     report = json.loads(log.read_text().split("REPORT ", 1)[1].splitlines()[0])
     assert report["drift"] is False
     assert {f["status"] for f in report["files"]} == {"matches"}
-    assert len(report["files"]) == 2  # the wheel and the sdist
+    # The wheel, the sdist and the kernels: not the installer or quickstart, which the pipeline writes.
+    names = sorted(f["name"] for f in report["files"])
+    assert len(names) == 3 and [n.endswith(s) for n, s in zip(names, ("-kernels.tar", ".whl", ".tar.gz"))] == [True] * 3, names
 
 
 def test_nightly_drift_fails_the_run_and_names_the_member(prefect_api, published, tmp_path):

@@ -31,7 +31,7 @@ from prefect import flow
 
 from flows.runs import LogFollower, state_of, wait_for_state
 from flows.services import start_worker
-from tests.e2e.test_release_candidate import ASSAY, _approve, write_config
+from tests.e2e.test_release_candidate import ASSAY, _approve, _published_versions, write_config
 
 pytestmark = pytest.mark.slow
 
@@ -232,7 +232,7 @@ def test_killed_worker_during_build_lane_and_approval_publishes_once(prefect_api
     assert [p.name for p in (root / "state" / "work").iterdir()] == [f"run-{run_id}"]
 
     # Published exactly once, and it verifies.
-    versions = [p for p in (root / "store").iterdir() if not p.name.startswith(".")]
+    versions = _published_versions(root)
     assert len(versions) == 1, versions
     release = versions[0]
     manifest = json.loads((release / "manifest.json").read_text())

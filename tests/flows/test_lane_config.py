@@ -78,3 +78,21 @@ def test_a_key_file_that_is_no_ed25519_key_names_the_lane(tmp_path):
     with pytest.raises(ConfigError) as caught:
         cfg.lanes
     assert caught.value.key_path == "lanes/1/public_key_file" and "bad.pem" in caught.value.message
+
+
+@pytest.mark.parametrize("extra, says", [
+    ('work_pool = "gpu-pool"\nacceptance = true\n', "a lane with work_pool runs elsewhere"),
+    ('evidence = "ev"\npublic_key_file = "lane.pub.pem"\nacceptance = true\n', "a lane with evidence runs elsewhere"),
+    ("acceptance = true\n", "runs on host 'gpu-node1', which needs an inventory"),
+])
+def test_an_acceptance_window_needs_a_host_this_run_reaches(tmp_path, pem, extra, says):
+    """The window runs from the release run on the lane's host: refused at load time, naming the lane."""
+    with pytest.raises(ConfigError, match=says) as err:
+        load(tmp_path, extra)
+    assert "/lanes/1/acceptance" in str(err.value)
+
+
+def test_an_acceptance_window_on_an_inventory_host_loads(tmp_path):
+    path = tmp_path / "assay.toml"
+    path.write_text('inventory = "hosts.toml"\n' + BASE + "acceptance = true\n")
+    assert load_config(path).lane("gpu-h200").acceptance is True

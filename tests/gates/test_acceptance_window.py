@@ -96,3 +96,48 @@ def test_a_failing_window_still_restores_and_says_why(tmp_path, release):
     assert pred["restore"]["audit_passed"] is True and pred["window"]["restored"] is True
     assert details["problems"][0].startswith("install:")
     assert not (tmp_path / "acc-work").exists()
+
+
+def _installer(tmp_path, *args):
+    import json
+    import subprocess
+    import sys
+    zipapp = build_zipapp(tmp_path / "zipapp", VERSION)
+    proc = subprocess.run([sys.executable, str(zipapp), *args, "--json"], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def test_a_running_incumbent_is_stopped_and_started_again_as_found(tmp_path, release):
+    """The release already serving on the host (installed in its own prefix) is stopped for the window
+    and started again as found: same release, same port, same key file and model; the audit passes."""
+    import socket
+    import sys
+    store, st, pem = release
+    incumbent, key_file = tmp_path / "incumbent", tmp_path / "incumbent-key"
+    key_file.write_text("inc-" + "0" * 32 + "\n")
+    key_file.chmod(0o600)
+    (tmp_path / "release.pub.pem").write_text(pem)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    with served(store, st) as url:
+        _installer(tmp_path, "install", url, "--prefix", str(incumbent), "--key", str(tmp_path / "release.pub.pem"),
+                   "--base-python", sys.executable)
+        first = _installer(tmp_path, "start", "--prefix", str(incumbent), "--port", str(port), "--api-key-file",
+                           str(key_file), "--model", str(MODEL))
+        try:
+            pred, details = _window(tmp_path, url, pem, incumbent_prefix=str(incumbent))
+            after = _installer(tmp_path, "status", "--prefix", str(incumbent))
+        finally:
+            _installer(tmp_path, "stop", "--prefix", str(incumbent))
+    assert pred["verdict"] == "pass", (details, pred["routes"])
+    assert schema_errors("acceptance", pred) == []
+    routes = {r["name"]: r for r in pred["routes"]}
+    assert [r["name"] for r in pred["routes"]] == ["download", "stop-incumbent", "install", "start", "auth",
+                                                   "behaviour", "docs", "stop", "restore-incumbent", "restore-audit"]
+    assert routes["stop-incumbent"]["facts"] == {"running": True, "stopped": "stopped", "version": VERSION, "port": port}
+    assert routes["restore-incumbent"]["facts"] == {"version": VERSION, "port": port, "same_config": True}
+    assert after["service"]["running"] is True and after["service"]["port"] == port
+    assert after["service"]["pid"] != first["pid"]   # a new process of the same service, as found
+    assert pred["restore"]["audit_passed"] is True
