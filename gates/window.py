@@ -71,6 +71,11 @@ class LaneWindow:
     def open(self) -> "LaneWindow":
         self.opened_at = _now()
         persisted = self._persisted()
+        if not persisted:
+            broke = self.lease.clear_stale()   # a dead run's lease is not the host as found
+            if broke:
+                self.say(f"broke the stale lease of {(broke['stale_holder'] or {}).get('run_id', 'an unknown holder')}: "
+                         f"{broke['reason']}")
         self.audit_before = persisted["audit_before"] if persisted else self.observe()
         self._acquire()
         self._held_from = time.monotonic()

@@ -88,6 +88,22 @@ class Lease:
             self._break(age, holder, why)
         raise LeaseHeld("contending holders", self.host.name, self.path, "could not acquire after 3 attempts")
 
+    def clear_stale(self) -> dict | None:
+        """Break the lease when, by the breaking rule, its holder is gone (recorded like any break);
+        the break record, or None when the lease is free or its holder may still be alive. A lane
+        window calls this before its audit's first look, so a dead run's lease is not part of the
+        host "as found" (the window would otherwise be blamed for its disappearance)."""
+        current = self._read_current()
+        if current is None:
+            return None
+        age, holder = current
+        gone, why = self._holder_gone(age, holder)
+        if not gone:
+            return None
+        before = len(self.broke)
+        self._break(age, holder, why)
+        return self.broke[-1] if len(self.broke) > before else None
+
     def _write_holder(self) -> None:
         self.holder = {"run_id": self.run_id, "pid": self.pid, "holder_host": self.holder_host,
                        "token": self.token, "acquired_at": time.time()}

@@ -71,3 +71,25 @@ def test_a_resumed_window_cleans_up_after_a_crashed_one(tmp_path):
     assert stray.wait(timeout=10) is not None          # the crashed run's process is stopped
     assert resumed.audit_before == crashed.audit_before
     assert resumed.close()["restored"] is True
+
+
+def test_a_dead_runs_lease_is_broken_before_the_first_look(tmp_path):
+    """Another run died holding the lease (its machine rebooted): the next window breaks it, records
+    the break, and its audit does not blame the window for the lease the dead run left behind."""
+    from hosts import audit
+
+    dead, _ = _window(tmp_path, "run-dead")
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    dead.lease.pid = gone.pid
+    dead.lease.acquire()
+    dead.lease._stop.set()             # no heartbeat from a dead process
+    time.sleep(2.5)                    # stale after 2 s here
+    window, _ = _window(tmp_path, "run-next")
+    window.open()
+    assert window.audit_before["lease"]["exists"] is False    # the first look comes after the break
+    assert [b["stale_holder"]["run_id"] for b in window.lease.broke] == ["run-dead"]
+    closed = window.close()
+    checks = audit.compare(window.audit_before, window.observe())
+    assert closed["restored"] is True and audit.passed(checks), checks
+    assert "run-dead" in (tmp_path / "leases" / "gpu.breaks.log").read_text()
