@@ -80,14 +80,18 @@ def upgrade_rehearsal(cfg: Config, ws: Workspace, incumbent: dict, staged: Stage
     if not isinstance(store, LocalStore):
         raise AcceptanceFailed("the upgrade rehearsal reads the incumbent from a filesystem store only "
                                "(an S3 store's incumbent is not rehearsed yet)")
+    log = get_run_logger()
     rel = stager(cfg, ws)
     version = rel.candidate["release_version"]
+    log.info("rehearsal %s -> %s: upgrade, failed first start, interrupted install", incumbent["version"], version)
     with served(store, staged) as url:
         predicate, details = rehearse(str(store.root / incumbent["version"]), url,
                                       candidate_ref=candidate_ref(rel.candidate),
                                       key=rel.root / "keys" / PUBLIC_NAME, model=lane.model,
                                       workdir=ws.root / "rehearsal", from_version=incumbent["version"],
                                       to_version=version, base_python=lane.python or sys.executable)
+    for scenario in predicate["scenarios"]:
+        log.info("rehearsal %s: %s", scenario["name"], "pass" if scenario["passed"] else "FAIL")
     ref = candidate_ref(rel.candidate)
     rel.add_receipt("rehearsal", [{"name": "candidate", "digest": {"sha256": ref["id"]}}], predicate)
     create_table_artifact(key="rehearsal", table=[{"scenario": s["name"], "passed": s["passed"],
