@@ -199,8 +199,8 @@ def _follow_and_approve(cfg, api_url: str, env: dict[str, str], run_id: str) -> 
 
 
 # What of the run's log a person watching `make run` wants: the run starting, each build's milestones,
-# each lane's phases, the acceptance window's steps and the upgrade rehearsal, the approval wait and the uploads (the rest of
-# the build's own output stays in the UI: hundreds of lines when a build fails).
+# each lane's phases, the acceptance window's steps, the upgrade rehearsal, the approval wait and
+# the uploads (the rest of the build's own output stays in the UI: hundreds of lines when one fails).
 _PROGRESS = re.compile(r"^(Beginning flow run |build \S+: (\* |Successfully built|aot_build: )|lane \S+: "
                        r"|acceptance \S+: |rehearsal |Release .* waits|uploaded \d+/)")
 

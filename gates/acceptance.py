@@ -2,12 +2,12 @@
 inside a lane window (gates/window.py), recorded as the predicate of an `acceptance` receipt
 (releases/schemas/acceptance.schema.json, lane form).
 
-In order: open the window (audit's first look, lease, snapshot); stop the incumbent engine when one
-runs in INCUMBENT_PREFIX (its service record kept); download every staged asset anonymously (gates/staged_downloads.py);
-install with the shipped installer zipapp, run by the host's python3; start the engine on a free
-port with an API key file; the auth probe (200 with the key, 401 without) and the openai behaviour
-gates (gates/acceptance_behaviour.py); the release's QUICKSTART.md blocks (gates/docs_run.py);
-stop; start the incumbent again exactly as found (release, port, key file, model, profile) and
+In order: open the window (audit's first look, lease, snapshot); download every staged asset
+anonymously (gates/staged_downloads.py); stop the incumbent engine when one runs in INCUMBENT_PREFIX
+(its service record kept); install with the shipped installer zipapp, run by the host's python3;
+start the engine on a free port with an API key file; the auth probe (200 with the key, 401
+without) and the openai behaviour gates (gates/acceptance_behaviour.py); the release's
+QUICKSTART.md blocks (gates/docs_run.py); stop; start the incumbent again exactly as found (release, port, key file, model, profile) and
 check it; close the window (restore) and audit the host independently against the first look.
 
 Every step is a route (name, status, started/ended, facts); a step that raises is recorded as
