@@ -245,10 +245,10 @@ def _incumbent_service(host, python: str, installer: str, prefix: str) -> dict |
     when no service of that prefix runs."""
     status = _json_out(host.run([python, installer, "status", "--prefix", prefix, "--json"], timeout=60),
                        "installer status (incumbent)")
-    if not (status.get("service") or {}).get("running"):
+    svc = status.get("service") or {}
+    if not svc.get("running"):
         return None
-    record = json.loads(host.run(["cat", f"{prefix}/run/service.json"], timeout=30).check().stdout)
-    return {k: record.get(k) for k in ("version", "port", "api_key_file", "model", "profile")}
+    return {k: svc.get(k) for k in ("version", "port", "api_key_file", "model", "profile")}
 
 
 def _restart_incumbent(host, python: str, installer: str, prefix: str, svc: dict, timeout_s: float) -> dict:

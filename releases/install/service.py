@@ -48,7 +48,9 @@ def status(prefix: Prefix) -> dict:
     running = is_ours(svc)
     return {"current": prefix.current_version(), "previous_release": prefix.previous_version(),
             "service": {"pid": svc["pid"] if svc else None, "port": svc["port"] if svc else None,
-                        "version": svc.get("version") if svc else None, "running": running}}
+                        "version": svc.get("version") if svc else None, "running": running,
+                        # what starting it again as it runs takes (the acceptance window restores it so)
+                        **{k: svc.get(k) if svc else None for k in ("api_key_file", "model", "profile")}}}
 
 
 def _refuse_port(port: int) -> None:
