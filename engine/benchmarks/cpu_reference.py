@@ -2,7 +2,8 @@
 reference model's float32 weights, side by side in one run.
 
 Rows: long-prompt prefill (the CPU qualification lanes prefill prompts of 7,000+ tokens) and
-batch-1 greedy decode after a short chat prompt. Both runners load the same imported model
+batch-1 greedy decode after a short chat prompt, engine against transformers; and the engine's
+batched decode throughput (BATCH chat prompts decoded together) against its own batch 1. Both runners load the same imported model
 directory (the GGUF's float32 dequantization), compute in float32 and get the same token ids.
 Each round runs the two back to back on each row, alternating which goes first, so a change
 in the machine's load hits both alike; the table gives each row's medians over the rounds, their
@@ -29,6 +30,9 @@ from engine.runtime.sampling import SamplingParams
 
 DEFAULT_MODEL = ".assay/models/smollm2-135m-instruct"
 DECODE_QUESTION = "Write a short story about a lighthouse keeper."
+BATCH_QUESTIONS = [DECODE_QUESTION, "Explain how a refrigerator works.", "List five uses for a paperclip.",
+                   "What makes a good cup of tea?", "Describe the water cycle.", "Why is the sky blue?",
+                   "Give three tips for learning to cook.", "How do bees make honey?"]
 
 
 def long_prompt(tokenize, n: int) -> list[int]:
@@ -44,15 +48,22 @@ def long_prompt(tokenize, n: int) -> list[int]:
 class Engine:
     name = "engine"
 
-    def __init__(self, model_dir: str, max_len: int, prefill_chunk: int | None):
+    def __init__(self, model_dir: str, max_len: int, prefill_chunk: int | None, batch: int):
         kw = {} if prefill_chunk is None else {"prefill_chunk": prefill_chunk}
-        self.llm = LLM(model_dir, dtype="float32", kv_dtype="float32", device="cpu", max_concurrency=1,
+        # Room for the long prompt alone, or for the batch row's short prompts together.
+        self.llm = LLM(model_dir, dtype="float32", kv_dtype="float32", device="cpu", max_concurrency=batch,
                        kv_capacity_tokens=max_len + 64, max_model_len=max_len, pending_timeout_s=3600.0, **kw)
         self.tokenize = self.llm.tokenizer.encode
 
     def greedy(self, ids: list[int], n: int) -> list[int]:
         params = SamplingParams(max_new_tokens=n, ignore_eos=True)
         return self.llm.generate(ids, params, timeout=3600).token_ids
+
+    def greedy_batch(self, prompts: list[list[int]], n: int) -> list[list[int]]:
+        """The prompts submitted together, so the scheduler decodes them as one batch."""
+        params = SamplingParams(max_new_tokens=n, ignore_eos=True)
+        handles = [self.llm.submit(ids, params) for ids in prompts]
+        return [h.result(3600).token_ids for h in handles]
 
     def close(self) -> None:
         self.llm.stop()
@@ -94,6 +105,14 @@ def decode_tok_s(runner, ids: list[int], n: int) -> tuple[float, list[int]]:
     return (n - 1) / max(tn - t1, 1e-9), out
 
 
+def batch_decode_tok_s(engine: Engine, prompts: list[list[int]], n: int) -> tuple[float, list[list[int]]]:
+    """Generated tokens per second of len(prompts) sequences decoded together, decode alone:
+    len(prompts) * (n - 1) tokens over time(n tokens each) - time(1 token each)."""
+    t1, _ = timed(lambda: engine.greedy_batch(prompts, 1))
+    tn, out = timed(lambda: engine.greedy_batch(prompts, n))
+    return len(prompts) * (n - 1) / max(tn - t1, 1e-9), out
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m engine.benchmarks.cpu_reference", description=__doc__.splitlines()[0])
     ap.add_argument("--model", default=DEFAULT_MODEL, help="imported model directory (float32 safetensors)")
@@ -101,6 +120,7 @@ def main(argv=None) -> int:
     ap.add_argument("--new-tokens", type=int, default=64)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--batch", type=int, default=8, help="sequences decoded together in the batch row")
     ap.add_argument("--prefill-chunk", type=int, default=None, help="the engine's prefill_chunk (default: its own)")
     ap.add_argument("--json", help="also write the numbers to this file")
     args = ap.parse_args(argv)
@@ -109,7 +129,9 @@ def main(argv=None) -> int:
         return 2
     torch.set_num_threads(args.threads)
     max_len = args.prompt_tokens + args.new_tokens + 64
-    runners = [Engine(args.model, max_len, args.prefill_chunk), Transformers(args.model)]
+    if not 1 <= args.batch <= len(BATCH_QUESTIONS):
+        ap.error(f"--batch must be 1..{len(BATCH_QUESTIONS)}")
+    runners = [Engine(args.model, max_len, args.prefill_chunk, args.batch), Transformers(args.model)]
     enc = runners[0].tokenize
     long_ids = long_prompt(enc, args.prompt_tokens)
     chat_ids = enc(render_chat(args.model, [{"role": "user", "content": DECODE_QUESTION}]))
@@ -120,6 +142,10 @@ def main(argv=None) -> int:
     rows = {k: {r.name: [] for r in runners} for k in measure}
     pair_ratios = {k: [] for k in measure}
     same = {k: True for k in measure}
+    batch_prompts = [enc(render_chat(args.model, [{"role": "user", "content": q}]))
+                     for q in BATCH_QUESTIONS[:args.batch]]
+    batch = {"batch_1_tok_s": [], f"batch_{args.batch}_tok_s": [], f"batch_{args.batch}_column_major_head_tok_s": [],
+             "ratios": [], "first_sequence_same": True, "column_major_head_same": True}
     for i in range(args.rounds):
         for k, fn in measure.items():
             # The two runners back to back, the order alternating by round, so that drift in the
@@ -133,6 +159,26 @@ def main(argv=None) -> int:
             same[k] = same[k] and outs["engine"] == outs["transformers"]
             print(f"round {i + 1} {k}: engine {rows[k]['engine'][-1]:.1f} tok/s, transformers "
                   f"{rows[k]['transformers'][-1]:.1f} tok/s", file=sys.stderr, flush=True)
+        # The engine's batch against its own batch 1, back to back: the same decode row's figure
+        # would be further away in time.
+        one, alone = decode_tok_s(runners[0], batch_prompts[0], args.new_tokens)
+        many, outs = batch_decode_tok_s(runners[0], batch_prompts, args.new_tokens)
+        # The same batch with the multi-row logits over the column-major lm_head, as before
+        # engine.model.layout.keep_row_major_head: what that copy buys.
+        model = runners[0].llm.model
+        rows_head, model.lm_head_rows = model.lm_head_rows, None
+        try:
+            col, col_outs = batch_decode_tok_s(runners[0], batch_prompts, args.new_tokens)
+        finally:
+            model.lm_head_rows = rows_head
+        batch["batch_1_tok_s"].append(one)
+        batch[f"batch_{args.batch}_tok_s"].append(many)
+        batch[f"batch_{args.batch}_column_major_head_tok_s"].append(col)
+        batch["ratios"].append(many / one)
+        batch["first_sequence_same"] = batch["first_sequence_same"] and outs[0] == alone
+        batch["column_major_head_same"] = batch["column_major_head_same"] and col_outs == outs
+        print(f"round {i + 1} batch: engine batch {args.batch} {many:.1f} tok/s (column-major lm_head "
+              f"{col:.1f}), batch 1 {one:.1f} tok/s", file=sys.stderr, flush=True)
     for r in runners:
         r.close()
     med = {k: {n: statistics.median(v) for n, v in per.items()} for k, per in rows.items()}
@@ -145,6 +191,7 @@ def main(argv=None) -> int:
         "ratio_engine_over_transformers": {k: v["engine"] / v["transformers"] for k, v in med.items()},
         "pair_ratios": pair_ratios,
         "pair_ratio_median": {k: statistics.median(v) for k, v in pair_ratios.items()},
+        "batch": {**batch, "size": args.batch, "ratio_median": statistics.median(batch["ratios"])},
     }
     print(f"{'row':<34}{'engine tok/s':>14}{'transformers tok/s':>20}{'ratio':>8}{'pair ratio':>12}"
           f"{'same tokens':>13}")
@@ -153,6 +200,12 @@ def main(argv=None) -> int:
         e, t = med[k]["engine"], med[k]["transformers"]
         print(f"{label:<34}{e:>14.1f}{t:>20.1f}{e / t:>8.2f}{result['pair_ratio_median'][k]:>12.2f}"
               f"{str(same[k]):>13}")
+    b1, bn = statistics.median(batch["batch_1_tok_s"]), statistics.median(batch[f"batch_{args.batch}_tok_s"])
+    print(f"{f'engine decode, batch {args.batch} / batch 1':<34}{bn:>14.1f}{b1:>20.1f}{bn / b1:>8.2f}"
+          f"{result['batch']['ratio_median']:>12.2f}{str(batch['first_sequence_same']):>13}")
+    bc = statistics.median(batch[f"batch_{args.batch}_column_major_head_tok_s"])
+    print(f"{f'  same, column-major lm_head':<34}{bc:>14.1f}{b1:>20.1f}{bc / b1:>8.2f}{'':>12}"
+          f"{str(batch['column_major_head_same']):>13}")
     print(json.dumps(result, sort_keys=True))
     if args.json:
         Path(args.json).write_text(json.dumps(result, sort_keys=True, indent=2) + "\n", encoding="utf-8")

@@ -117,9 +117,14 @@ def decode_row(llm: LLM, label: str, kv: str, batch: int, ctx: int, steps: int, 
                 graph_bw_fraction=byts / rep / bw if rep else None, cuda_graphs=llm.runner.graphs is not None)
 
 
-def hf_generate_tok_s(model, ctx: int, new: int, device) -> float:
+def hf_generate_tok_s(model, ctx: int, new: int, device, static: bool = False) -> float:
+    """transformers' generate, decode alone. static: its static KV cache, with which generate
+    compiles the decode step itself on a GPU (torch.compile, CUDA graphs): the strongest peer
+    the GPU machine has installed, and the gpt-fast recipe inside transformers."""
     ids = torch.randint(0, model.config.vocab_size, (1, ctx), device=device)
     kw = dict(do_sample=False, pad_token_id=0, eos_token_id=None)
+    if static:
+        kw["cache_implementation"] = "static"
 
     def run(n):
         sync(device)
@@ -128,6 +133,8 @@ def hf_generate_tok_s(model, ctx: int, new: int, device) -> float:
         sync(device)
         return time.perf_counter() - t
     run(4)
+    if static:
+        run(new)        # compilation and graph capture happen over the first calls
     return (new - 1) / (run(new) - run(1))
 
 
@@ -137,7 +144,8 @@ def main(argv=None) -> int:
     ap.add_argument("--contexts", default="1024,32768")
     ap.add_argument("--batches", default="1,8")
     ap.add_argument("--steps", type=int, default=64)
-    ap.add_argument("--no-hf", action="store_true")
+    ap.add_argument("--no-hf", action="store_true", help="no transformers rows")
+    ap.add_argument("--no-hf-static", action="store_true", help="no transformers static-cache compiled row")
     ap.add_argument("--json", help="write the numbers to this file")
     ap.add_argument("--copy-gib", type=float, default=2.0)
     ap.add_argument("--int8-config", help="int8 decode-attention launch config 'bn,w,st,split[,e]' for this "
@@ -191,9 +199,15 @@ def main(argv=None) -> int:
         del llm
         torch.cuda.empty_cache()
     if not args.no_hf:
+        hf_bytes = wbytes + min(contexts) * cfg.kv_bytes_per_token(2, 0)   # bf16 KV, as decode_row counts
         tok_s = hf_generate_tok_s(hf, min(contexts), args.steps, dev)
         rows.append(dict(engine="transformers", kv="bf16", batch=1, context=min(contexts), spec="none",
-                         tok_s=tok_s, step_ms=1e3 / tok_s, bw_fraction=None, cuda_graphs=False))
+                         tok_s=tok_s, step_ms=1e3 / tok_s, bw_fraction=tok_s * hf_bytes / bw, cuda_graphs=False))
+        if cuda and not args.no_hf_static:
+            tok_s = hf_generate_tok_s(hf, min(contexts), args.steps, dev, static=True)
+            rows.append(dict(engine="transformers-static-compiled", kv="bf16", batch=1, context=min(contexts),
+                             spec="none", tok_s=tok_s, step_ms=1e3 / tok_s, bw_fraction=tok_s * hf_bytes / bw,
+                             cuda_graphs=True))
     gpu = torch.cuda.get_device_name(dev) if dev.type == "cuda" else platform.processor() or "cpu"
     from engine.kernels.triton_decode import DEFAULT_CONFIGS
     report = dict(gpu=gpu, torch=torch.__version__, python=platform.python_version(),
@@ -230,7 +244,7 @@ def print_table(r: dict) -> None:
     print(f"GPU {r['gpu']}  torch {r['torch']}  config {r['config']}  "
           f"copy bandwidth {r['copy_bandwidth_gb_s']:.0f} GB/s  weights {r['weight_bytes'] / 1e9:.2f} GB  "
           f"fused ops {r['compiled_ops']}")
-    print(f"{'engine':<16}{'kv':<6}{'batch':>6}{'context':>9}{'spec':>7}{'tok/s':>10}{'ms/step':>9}{'bw frac':>9}"
+    print(f"{'engine':<30}{'kv':<6}{'batch':>6}{'context':>9}{'spec':>7}{'tok/s':>10}{'ms/step':>9}{'bw frac':>9}"
           f"{'graph ms':>10}{'g frac':>8}")
     for x in r["rows"]:
         frac = f"{x['bw_fraction']:.2f}" if x["bw_fraction"] is not None else "-"
@@ -240,8 +254,14 @@ def print_table(r: dict) -> None:
             extra = f"{x['graph_ms']:>10.2f}{x['graph_bw_fraction']:>8.2f}"
         if "accepted" in x and x["spec"] != "none":
             extra = f"  accepted {x['accepted']} / attempted {x['attempted']}"
-        print(f"{x['engine']:<16}{x['kv']:<6}{x['batch']:>6}{x['context']:>9}{x['spec']:>7}"
+        print(f"{x['engine']:<30}{x['kv']:<6}{x['batch']:>6}{x['context']:>9}{x['spec']:>7}"
               f"{x['tok_s']:>10.1f}{ms:>9}{frac:>9}{extra}")
+    ours = [x for x in r["rows"] if x["engine"] == "assay" and x["kv"] == "bf16" and x["batch"] == 1
+            and x["spec"] == "none"]
+    for peer in (x for x in r["rows"] if x["engine"].startswith("transformers")):
+        mine = next((x for x in ours if x["context"] == peer["context"]), None)
+        if mine:
+            print(f"assay / {peer['engine']} (batch 1, context {peer['context']}): {mine['tok_s'] / peer['tok_s']:.2f}x")
 
 
 if __name__ == "__main__":

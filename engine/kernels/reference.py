@@ -130,15 +130,26 @@ def _span(cache: torch.Tensor, scale: torch.Tensor | None, blocks: torch.Tensor,
     return _gather(cache, scale, blocks)[:total]
 
 
+# A CPU decode step over several short sequences gathers their KV into one padded batch for a
+# single attention call when the batch holds at most this many (padded) tokens; past it, each
+# sequence's KV is read in place, one call per sequence, rather than copied every layer.
+BATCHED_DECODE_MAX_TOKENS = 4096
+
+
 def _decode_cpu(q, k_cache, v_cache, k_scale, v_scale, block_tables, seq_lens, sm_scale: float):
-    """paged_decode_attention_ref on the CPU: per sequence, one fused attention call over its KV
-    (a view of the cache when its blocks are consecutive). A decode step is many tiny ops, and
-    on a busy CPU each op's threads wait on the others, so fewer ops is what makes it fast."""
+    """paged_decode_attention_ref on the CPU: one fused attention call per sequence over its KV
+    (a view of the cache when its blocks are consecutive), or one for the whole batch when its
+    sequences are short (_decode_cpu_batched). A decode step is many tiny ops, and on a busy CPU
+    each op's threads wait on the others, so fewer ops is what makes it fast."""
     batch, hq, d = q.shape
     bs, hkv = k_cache.shape[1], k_cache.shape[2]
     g = hq // hkv
+    lens = seq_lens.tolist()
+    live = [b for b, n in enumerate(lens) if n > 0]
+    if len(live) > 1 and len(live) * max(lens) <= BATCHED_DECODE_MAX_TOKENS:
+        return _decode_cpu_batched(q, k_cache, v_cache, k_scale, v_scale, block_tables, lens, live, sm_scale)
     out = torch.zeros(batch, hq, d, dtype=q.dtype)
-    for b, n in enumerate(seq_lens.tolist()):
+    for b, n in enumerate(lens):
         if n <= 0:
             continue                                          # seq_len 0: zeros, as documented
         blocks = block_tables[b, : -(-n // bs)].long().clamp(min=0)
@@ -147,6 +158,26 @@ def _decode_cpu(q, k_cache, v_cache, k_scale, v_scale, block_tables, seq_lens, s
         qb = q[b].float().view(1, hkv, g, d)                  # the q heads of one kv head as rows
         o = F.scaled_dot_product_attention(qb, k, v, scale=sm_scale)
         out[b] = o.view(hq, d).to(q.dtype)
+    return out
+
+
+def _decode_cpu_batched(q, k_cache, v_cache, k_scale, v_scale, block_tables, lens: list[int],
+                        live: list[int], sm_scale: float) -> torch.Tensor:
+    """_decode_cpu for the sequences `live` at once: their blocks gathered into [L, Hkv, T, D]
+    (T the longest), the padding masked out, one attention call."""
+    batch, hq, d = q.shape
+    bs, hkv = k_cache.shape[1], k_cache.shape[2]
+    g = hq // hkv
+    n_max = max(lens)
+    rows = torch.tensor(live)
+    blocks = block_tables[rows, : -(-n_max // bs)].long().clamp(min=0)          # [L, nblk]
+    k = _gather(k_cache, k_scale, blocks)[:, :n_max].transpose(1, 2)          # [L, Hkv, T, D]
+    v = _gather(v_cache, v_scale, blocks)[:, :n_max].transpose(1, 2)
+    valid = torch.arange(n_max)[None, :] < torch.tensor([lens[b] for b in live])[:, None]
+    o = F.scaled_dot_product_attention(q[rows].float().view(len(live), hkv, g, d), k, v,
+                                       attn_mask=valid[:, None, None, :], scale=sm_scale)
+    out = torch.zeros(batch, hq, d, dtype=q.dtype)
+    out[rows] = o.reshape(len(live), hq, d).to(q.dtype)
     return out
 
 

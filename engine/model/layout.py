@@ -8,7 +8,8 @@ and the CPU's BLAS runs both the one-row decode products and the prefill product
 (docs/perf/reference-model.md). The parameter keeps its logical [out, in] shape, so nothing
 else changes; only its strides do. A weight shared with the embedding (tied lm_head) moves only
 when asked (tied=True): the embedding then reads each row strided, which costs little next to
-the vocabulary-sized product it speeds up, and no second copy of the matrix is kept."""
+the vocabulary-sized product it speeds up. The CPU also keeps a row-major copy of the lm_head
+for logits of several rows (keep_row_major_head)."""
 from __future__ import annotations
 
 import torch
@@ -36,3 +37,20 @@ def set_projection_layout(model: nn.Module, column_major: bool, tied: bool = Fal
 
 def is_column_major(w: torch.Tensor) -> bool:
     return w.dim() == 2 and w.stride(0) == 1 and w.stride(1) == w.shape[0]
+
+
+def keep_row_major_head(model: nn.Module) -> None:
+    """Give model a row-major copy of its (column-major) lm_head weight for multi-row logits.
+
+    On the CPU the vocabulary-sized product of one row runs fastest over the column-major
+    weight, but that of several rows (a batched decode step, a speculation window) runs several
+    times slower over it than as W @ h^T over the row-major weight (the batch row of `python -m
+    engine.benchmarks.cpu_reference` times both; figures in docs/perf/reference-model.md). Both
+    layouts are kept: one more vocab x hidden matrix. A tied embedding reads the row-major one."""
+    head = model.lm_head.weight
+    rows = head.detach().contiguous() if is_column_major(head) else head.detach()
+    embed = getattr(model, "embed", None)
+    if embed is not None and embed.weight.data_ptr() == head.data_ptr():
+        embed.weight = nn.Parameter(rows, requires_grad=False)
+        rows = embed.weight
+    model.lm_head_rows = rows

@@ -111,6 +111,10 @@ class Transformer(nn.Module):
         self.layers = nn.ModuleList(Block(cfg) for _ in range(cfg.num_layers))
         self.norm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
         self.lm_head = nn.Linear(cfg.hidden_size, cfg.vocab_size, bias=False)
+        # A row-major [vocab, hidden] lm_head weight for logits of several rows at once, where the
+        # BLAS runs those faster over it than over the column-major lm_head (the CPU: see
+        # engine.model.layout.keep_row_major_head); None elsewhere.
+        self.lm_head_rows: torch.Tensor | None = None
         self.max_positions = max_positions or cfg.max_position_embeddings
         self.rope_cos: torch.Tensor | None = None
         self.rope_sin: torch.Tensor | None = None
@@ -143,4 +147,6 @@ class Transformer(nn.Module):
             h, residual = layer(h, residual, cos, sin, meta, ops, cache, next_norm)
         if logit_rows is not None:
             h = h[logit_rows]
+        if self.lm_head_rows is not None and h.shape[0] > 1:
+            return (self.lm_head_rows @ h.t()).t().float()
         return self.lm_head(h).float()

@@ -9,7 +9,7 @@ from safetensors import safe_open
 
 from engine.errors import ModelLoadError
 from engine.model.config import ModelConfig
-from engine.model.layout import set_projection_layout
+from engine.model.layout import keep_row_major_head, set_projection_layout
 from engine.model.transformer import Transformer
 
 
@@ -85,6 +85,7 @@ def build_model(cfg: ModelConfig, hf: dict[str, torch.Tensor], dtype: torch.dtyp
         set_projection_layout(model, column_major=True)
     else:
         set_projection_layout(model, column_major=True, tied=True)
+        keep_row_major_head(model)
     model.setup_rope(device)
     return model.eval()
 

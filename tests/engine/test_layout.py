@@ -21,9 +21,16 @@ def test_same_tokens_and_shapes_in_either_layout(tiny_dir, device):
               cuda_graphs=False)
     model = llm.model
     prompts = [[1, 2, 3, 4, 5], list(range(10, 40))]
-    if torch.device(device).type == "cpu":   # the CPU lays out every projection, the tied lm_head too
+    # The CPU lays out every projection, the lm_head too, and keeps a row-major copy of the
+    # lm_head for multi-row logits, which a tied embedding reads.
+    separate_head = torch.device(device).type == "cpu"
+    if separate_head:
         assert is_column_major(model.layers[0].attn.qkv.weight) and is_column_major(model.lm_head.weight)
-        assert model.lm_head.weight is model.embed.weight or not model.cfg.tie_word_embeddings
+        rows = model.lm_head_rows
+        assert rows.is_contiguous() and torch.equal(rows, model.lm_head.weight)
+        assert model.embed.weight is rows or not model.cfg.tie_word_embeddings
+    else:
+        assert model.lm_head_rows is None
     set_projection_layout(model, column_major=False, tied=True)
     qkv = model.layers[0].attn.qkv.weight
     assert qkv.is_contiguous() and not is_column_major(qkv)
@@ -35,7 +42,7 @@ def test_same_tokens_and_shapes_in_either_layout(tiny_dir, device):
     qkv = model.layers[0].attn.qkv.weight
     assert is_column_major(qkv) and tuple(qkv.shape) == tuple(y_row.shape[1:]) + (x.shape[1],)
     assert all(is_column_major(m.weight) for m in (model.layers[-1].mlp.down, model.layers[0].attn.o))
-    if model.cfg.tie_word_embeddings:            # the embedding's rows are looked up: left alone
+    if model.cfg.tie_word_embeddings and not separate_head:   # the embedding's rows are looked up: left alone
         assert model.lm_head.weight is model.embed.weight and model.embed.weight.is_contiguous()
     else:
         assert is_column_major(model.lm_head.weight)
@@ -47,6 +54,22 @@ def test_same_tokens_and_shapes_in_either_layout(tiny_dir, device):
 
     set_projection_layout(model, column_major=True, tied=True)   # the CPU's layout: lm_head too
     assert is_column_major(model.lm_head.weight)
-    if model.cfg.tie_word_embeddings:            # still one matrix, its rows now read strided
+    if model.cfg.tie_word_embeddings and not separate_head:   # still one matrix, its rows now read strided
         assert model.lm_head.weight is model.embed.weight
     assert _tokens(llm, prompts) == row
+
+
+def test_multi_row_logits_over_the_row_major_head_match_the_column_major_head(tiny_dir):
+    """The CPU's row-major lm_head copy is used for several rows at once (a batched step); the
+    logits are those of the column-major product, and so are the greedy tokens of a batch."""
+    llm = LLM(tiny_dir, device="cpu", dtype="float32", kv_capacity_tokens=1024, max_concurrency=4)
+    model = llm.model
+    assert model.lm_head_rows is not None
+    h = torch.randn(4, model.cfg.hidden_size)
+    via_rows = (model.lm_head_rows @ h.t()).t()
+    torch.testing.assert_close(via_rows, model.lm_head(h), rtol=1e-5, atol=1e-5)
+    prompts = [[1, 2, 3, 4, 5], list(range(10, 40)), [7] * 12, list(range(60, 70))]
+    batched = _tokens(llm, prompts)
+    model.lm_head_rows = None
+    assert _tokens(llm, prompts) == batched
+    assert len({len(t) for t in batched}) == 1 and len(batched[0]) == 16
