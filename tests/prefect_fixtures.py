@@ -39,7 +39,20 @@ def _git(repo: Path, *args: str) -> str:
 @pytest.fixture(scope="session")
 def engine_repo(tmp_path_factory) -> Path:
     """A git repository with this checkout's engine/ (tracked and untracked files) committed."""
-    repo = tmp_path_factory.mktemp("engine-source") / "enginerepo"
+    return _engine_source(tmp_path_factory.mktemp("engine-source") / "enginerepo", kernels=True)
+
+
+@pytest.fixture(scope="session")
+def engine_repo_no_kernels(tmp_path_factory) -> Path:
+    """engine_repo without the source's AOT kernels step: its builds make the wheel and the sdist
+    only. The kernels step is most of a flow test's build time (minutes on the test machine), so
+    the flows whose subject is elsewhere (the approval gate's refusals, a failed judged gate and
+    its waiver, a lost lane host) build without it; the flows that publish and verify a release,
+    the worker-fault run and tests/builders keep it."""
+    return _engine_source(tmp_path_factory.mktemp("engine-source-nokernels") / "enginerepo", kernels=False)
+
+
+def _engine_source(repo: Path, kernels: bool) -> Path:
     repo.mkdir()
     listed = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "engine"], cwd=ROOT, check=True,
                             capture_output=True, text=True).stdout.split()
@@ -49,7 +62,10 @@ def engine_repo(tmp_path_factory) -> Path:
             (repo / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(src, repo / rel)
     (repo / ".gitignore").write_text("__pycache__/\n*.pyc\n")
-    one_arch_kernels(repo)
+    if kernels:
+        one_arch_kernels(repo)
+    else:
+        no_kernels(repo)
     _git(repo, "init", "-q", "-b", "main")
     _git(repo, "add", "-A")
     _git(repo, "commit", "-q", "-m", "engine source for the flow tests")
@@ -57,10 +73,20 @@ def engine_repo(tmp_path_factory) -> Path:
 
 
 def one_arch_kernels(repo: Path) -> None:
-    """The flow tests' builds compile the AOT kernels for sm_90 only: the four archs cost minutes a
-    build on the test machine; `make run` and tests/builders/test_engine_build.py build them all."""
+    """The flow tests' builds compile the AOT kernels for sm_90 only, as `make run` does: each arch
+    costs over a minute a build on the test machine (tests/builders/test_engine_build.py builds two)."""
     pyproject = repo / "engine" / "pyproject.toml"
     table = '[tool.assay.kernels]\nmodule = "engine.kernels.aot_build"\n'
     text = pyproject.read_text()
     if table in text:
         pyproject.write_text(text.replace(table, table + "archs = [90]\n"))
+
+
+def no_kernels(repo: Path) -> None:
+    """Take the [tool.assay.kernels] table out of the source's pyproject.toml (builders.kernels:
+    a source without it has no kernels step)."""
+    pyproject = repo / "engine" / "pyproject.toml"
+    table = '[tool.assay.kernels]\nmodule = "engine.kernels.aot_build"\n'
+    text = pyproject.read_text()
+    assert table in text, f"{pyproject}: the kernels table moved; update tests/prefect_fixtures.py"
+    pyproject.write_text(text.replace(table, ""))

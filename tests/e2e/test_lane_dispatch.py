@@ -167,10 +167,10 @@ def test_dispatched_lane_is_verified_bound_and_published(prefect_api, engine_rep
     assert json.loads(verify.stdout)["ok"] is True
 
 
-def test_killing_the_lane_host_mid_lane_fails_the_run_and_publishes_nothing(prefect_api, engine_repo, tmp_path,
-                                                                             lane_host):
+def test_killing_the_lane_host_mid_lane_fails_the_run_and_publishes_nothing(prefect_api, engine_repo_no_kernels,
+                                                                             tmp_path, lane_host):
     pool, host, label, flows = lane_host
-    flow = FlowProcess(prefect_api, _lane_config(tmp_path, engine_repo, pool, label), f"e2e-lost-{os.getpid()}",
+    flow = FlowProcess(prefect_api, _lane_config(tmp_path, engine_repo_no_kernels, pool, label), f"e2e-lost-{os.getpid()}",
                        tmp_path / "flow.log")
     flows.append(flow)
     run_id = flow.run_id()

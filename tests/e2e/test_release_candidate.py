@@ -239,8 +239,8 @@ def test_nightly_drift_fails_the_run_and_names_the_member(prefect_api, published
         assert "DRIFT" in markdown and "engine/__init__.py" in markdown and "content" in markdown
 
 
-def test_rejection_fails_the_run_and_publishes_nothing(prefect_api, engine_repo, tmp_path):
-    flow, run_id = _paused_run(prefect_api, engine_repo, tmp_path, f"e2e-reject-{os.getpid()}")
+def test_rejection_fails_the_run_and_publishes_nothing(prefect_api, engine_repo_no_kernels, tmp_path):
+    flow, run_id = _paused_run(prefect_api, engine_repo_no_kernels, tmp_path, f"e2e-reject-{os.getpid()}")
     sent = _approve(prefect_api, run_id, "--as", "release-lead", "--reason", "tests: reject", "--reject")
     assert sent.returncode == 0, sent.stderr
     assert flow.wait() != 0
@@ -249,8 +249,8 @@ def test_rejection_fails_the_run_and_publishes_nothing(prefect_api, engine_repo,
     assert "rejected" in flow.log.read_text()
 
 
-def test_approval_timeout_fails_the_run_and_publishes_nothing(prefect_api, engine_repo, tmp_path):
-    config = write_config(tmp_path, engine_repo, timeout_s=3)
+def test_approval_timeout_fails_the_run_and_publishes_nothing(prefect_api, engine_repo_no_kernels, tmp_path):
+    config = write_config(tmp_path, engine_repo_no_kernels, timeout_s=3)
     flow = FlowProcess(prefect_api, config, f"e2e-timeout-{os.getpid()}", tmp_path / "flow.log")
     run_id = flow.run_id()
     assert flow.wait(1500) != 0
@@ -282,11 +282,11 @@ def test_published_notes_link_every_figure_to_its_record(published):
 
 
 @pytest.fixture(scope="module")
-def gate_failed(prefect_api, engine_repo, tmp_path_factory):
+def gate_failed(prefect_api, engine_repo_no_kernels, tmp_path_factory):
     """The cpu-smoke lane with the judged gates on (the tiny model, the incumbent built from the
     same engine commit) and an impossible min_ratio: the ABBA gate fails whatever the timing noise."""
     tmp = tmp_path_factory.mktemp("gate")
-    config = write_config(tmp, engine_repo)
+    config = write_config(tmp, engine_repo_no_kernels)
     # The tiny model's byte-level prompts: a context of 2,048 tokens holds the quality and determinism
     # prompts, and the fresh 48-token ABBA case is the one the tiny model decodes text for. Its
     # timing on shared cores is noise, so the floor and the spread bound are set out of reach: the
@@ -338,7 +338,7 @@ def _waive(tmp: Path, key: Path, candidate: Path, case: str, measured: str, name
     return out
 
 
-def test_an_exact_waiver_publishes_the_failed_gate_disclosed_and_acknowledged(prefect_api, engine_repo, gate_failed):
+def test_an_exact_waiver_publishes_the_failed_gate_disclosed_and_acknowledged(prefect_api, gate_failed):
     """The same candidate again with a signed waiver for exactly the measured weighted ratio: the
     measurements are reused (a rerun would measure other noise), the waiver applies, the release
     publishes with the waiver bound, disclosed in the notes and acknowledged by the approval, and
