@@ -154,6 +154,21 @@ def _wait_for_process(workers: Workers, run_id: str, argv_part: list[str], timeo
         time.sleep(0.2)
 
 
+def _wait_for_no_children(workers: Workers, timeout_s: float) -> None:
+    """Until the current worker has no process under it; fails naming what is still there."""
+    deadline = time.monotonic() + timeout_s
+    while children := psutil.Process(workers.current.pid).children(recursive=True):
+        if time.monotonic() > deadline:
+            left = []
+            for proc in children:
+                try:
+                    left.append(" ".join(proc.cmdline())[:200])
+                except psutil.NoSuchProcess:
+                    pass
+            raise AssertionError(f"a suspended run holds no process under its worker, {timeout_s:.0f} s on: {left}")
+        time.sleep(0.5)
+
+
 def _task_states(run_id: str) -> dict[str, list[str]]:
     """Each task's runs in this flow run, by the name of the state each ended in (Completed, Cached ...)."""
     from prefect.client.orchestration import get_client
@@ -205,7 +220,9 @@ def test_killed_worker_during_build_lane_and_approval_publishes_once(prefect_api
 
     with get_client(sync_client=True) as client:
         assert client.read_flow_run(UUID(run_id)).state.name == "Suspended"
-    time.sleep(2)
+    # The server shows PAUSED before the suspended run's process has finished exiting (it flushes its
+    # logs and results first), which on loaded cores takes seconds: wait for it to go, within a bound.
+    _wait_for_no_children(workers, timeout_s=120)
     killed = workers.kill()
     assert len(killed) == 1, f"a suspended run holds no process under its worker, found {killed}"
     sent = _approve(prefect_api, run_id, "--as", "local-operator", "--reason", "tests: worker faults")
