@@ -1,8 +1,7 @@
 """The acceptance line "a cubin compiled with line info from two paths is caught and attributed to the
 build path": the real engine source, whose pyproject asks for line info (for a subset of the
-registry's launches: SUBSET_MODULE below), built twice by `assay
-reproduce` with the build path varied; the kernels artifact differs in its cubins only, and the
-bisection blames the build path. Without line info (the engine's default) the kernels built from two
+registry's launches: SUBSET_MODULE below), built twice by `assay reproduce` with the build path
+varied; the kernels artifact differs in its cubins only, and the bisection blames the build path. Without line info (the engine's default) the kernels built from two
 paths are identical: tests/builders/test_engine_build.py builds them twice, the build path among the
 variations, and requires the same bytes."""
 import importlib.util
