@@ -44,7 +44,7 @@ def test_defaults_build_b_in_a_container_with_every_variation_recorded(tmp_path)
         container = host_b.container_name
         a, b = recipe.build_twice(host_a, host_b, candidate, source, str(tmp_path / "builds"),
                                   local_dir=tmp_path / "artifacts", python_a=bh.pythons[0], python_b=bh.pythons[1],
-                                  placements=bh.placements)
+                                  placements=bh.placements, kernel_archs=cfg.kernel_archs)
     with pytest.raises(docker.errors.NotFound):  # started for the build, removed after it
         docker.from_env().containers.get(container)
     va, vb = _varied(a), _varied(b)
