@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from flows.services import free_port, start_server, stop_pid
+from tests.kernels_subset import KERNELS_TABLE, small_kernels
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -38,17 +39,17 @@ def _git(repo: Path, *args: str) -> str:
 
 @pytest.fixture(scope="session")
 def engine_repo(tmp_path_factory) -> Path:
-    """A git repository with this checkout's engine/ (tracked and untracked files) committed."""
+    """A git repository with this checkout's engine/ (tracked and untracked files) committed, its
+    kernels step cut to a subset of the registry (small_kernels)."""
     return _engine_source(tmp_path_factory.mktemp("engine-source") / "enginerepo", kernels=True)
 
 
 @pytest.fixture(scope="session")
 def engine_repo_no_kernels(tmp_path_factory) -> Path:
     """engine_repo without the source's AOT kernels step: its builds make the wheel and the sdist
-    only. The kernels step is most of a flow test's build time (minutes on the test machine), so
-    the flows whose subject is elsewhere (the approval gate's refusals, a failed judged gate and
-    its waiver, a lost lane host) build without it; the flows that publish and verify a release,
-    the worker-fault run and tests/builders keep it."""
+    only, as a source without a [tool.assay.kernels] table does. The flows whose subject is elsewhere
+    (the approval gate's refusals, a failed judged gate and its waiver, a lost lane host) build it;
+    the flows that publish and verify a release and the worker-fault run build engine_repo's."""
     return _engine_source(tmp_path_factory.mktemp("engine-source-nokernels") / "enginerepo", kernels=False)
 
 
@@ -63,7 +64,7 @@ def _engine_source(repo: Path, kernels: bool) -> Path:
             shutil.copy2(src, repo / rel)
     (repo / ".gitignore").write_text("__pycache__/\n*.pyc\n")
     if kernels:
-        one_arch_kernels(repo)
+        small_kernels(repo)
     else:
         no_kernels(repo)
     _git(repo, "init", "-q", "-b", "main")
@@ -72,21 +73,10 @@ def _engine_source(repo: Path, kernels: bool) -> Path:
     return repo
 
 
-def one_arch_kernels(repo: Path) -> None:
-    """The flow tests' builds compile the AOT kernels for sm_90 only, as `make run` does: each arch
-    costs over a minute a build on the test machine (tests/builders/test_engine_build.py builds two)."""
-    pyproject = repo / "engine" / "pyproject.toml"
-    table = '[tool.assay.kernels]\nmodule = "engine.kernels.aot_build"\n'
-    text = pyproject.read_text()
-    if table in text:
-        pyproject.write_text(text.replace(table, table + "archs = [90]\n"))
-
-
 def no_kernels(repo: Path) -> None:
     """Take the [tool.assay.kernels] table out of the source's pyproject.toml (builders.kernels:
     a source without it has no kernels step)."""
     pyproject = repo / "engine" / "pyproject.toml"
-    table = '[tool.assay.kernels]\nmodule = "engine.kernels.aot_build"\n'
     text = pyproject.read_text()
-    assert table in text, f"{pyproject}: the kernels table moved; update tests/prefect_fixtures.py"
-    pyproject.write_text(text.replace(table, ""))
+    assert KERNELS_TABLE in text, f"{pyproject}: the kernels table moved; update tests/prefect_fixtures.py"
+    pyproject.write_text(text.replace(KERNELS_TABLE, ""))

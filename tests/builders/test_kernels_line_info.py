@@ -1,8 +1,9 @@
 """The acceptance line "a cubin compiled with line info from two paths is caught and attributed to the
 build path": the real engine source, whose pyproject asks for line info (for a subset of the
-registry's launches: SUBSET_MODULE below), built twice by `assay reproduce` with the build path
-varied; the kernels artifact differs in its cubins only, and the bisection blames the build path. Without line info (the engine's default) the kernels built from two
-paths are identical: tests/builders/test_engine_build.py builds them twice, the build path among the
+registry's launches: tests/kernels_subset.py), built twice by `assay reproduce`
+with the build path varied; the kernels artifact differs in its cubins only, and the bisection
+blames the build path. Without line info (the engine's default) the kernels built from two paths are
+identical: tests/builders/test_engine_build.py builds them twice, the build path among the
 variations, and requires the same bytes."""
 import importlib.util
 import json
@@ -15,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.builders.conftest import git
+from tests.kernels_subset import small_kernels
 
 # Looked up, not imported: this process's Triton must first be imported under TRITON_INTERPRET=1
 # (tests/conftest.py), and the builds below run in their own processes anyway.
@@ -23,34 +25,12 @@ if importlib.util.find_spec("triton") is None:
 ENGINE = Path(__file__).resolve().parents[2] / "engine"
 
 
-# The kernels step of the source below: the engine's own aot_build over the registry's first launches
-# only (the fused RoPE + KV write, the KV write and the decode kernels of one shape). The four builds
-# (a, b, control, build_path trial) would otherwise compile all 140 sm_90 entries each, over a minute
-# a build on the test machine; what line info does to a cubin does not depend on how many there are.
-SUBSET_MODULE = """\
-import sys
-
-from engine.kernels import aot_build, aot_registry
-
-_all = aot_registry.launches
-aot_registry.launches = lambda: _all()[:LAUNCHES]
-sys.exit(aot_build.main())
-"""
-LAUNCHES = 8
-
-
 def engine_repo(root: Path) -> Path:
     repo = root / "src"
     repo.mkdir(parents=True)
     git(repo, "init", "-q", "-b", "main")
     shutil.copytree(ENGINE, repo / "engine", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-    (repo / "engine" / "kernels" / "aot_subset.py").write_text(SUBSET_MODULE.replace("LAUNCHES", str(LAUNCHES)))
-    pyproject = repo / "engine" / "pyproject.toml"
-    text = pyproject.read_text()
-    table = '[tool.assay.kernels]\nmodule = "engine.kernels.aot_build"\n'
-    assert table in text
-    pyproject.write_text(text.replace(table, '[tool.assay.kernels]\nmodule = "engine.kernels.aot_subset"\n'
-                                      "line_info = true\narchs = [90]\n"))
+    small_kernels(repo, line_info=True)
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "-m", "engine snapshot")
     return repo

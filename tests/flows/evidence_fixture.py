@@ -20,7 +20,7 @@ from releases import keys
 from releases.canonical import file_sha256
 from releases.receipts import subject
 from releases.stage import ReleaseStager
-from tests.prefect_fixtures import one_arch_kernels
+from tests.kernels_subset import small_kernels
 
 ROOT = Path(__file__).resolve().parents[2]
 LANE = "smoke-evidence"
@@ -46,7 +46,7 @@ def engine_repo(path: Path) -> Path:
             shutil.copy2(ROOT / rel, path / rel)
     (path / ".gitignore").write_text("__pycache__/\n*.pyc\n")
     (path / "README.md").write_text("outside the engine\n")
-    one_arch_kernels(path)
+    small_kernels(path)
     git(path, "init", "-q", "-b", "main")
     git(path, "add", "-A")
     git(path, "commit", "-q", "-m", "engine")

@@ -34,10 +34,12 @@ def test_the_embedded_defaults_name_a_local_and_a_container_build_host():
 
 @pytest.mark.docker
 @pytest.mark.slow
-def test_defaults_build_b_in_a_container_with_every_variation_recorded(tmp_path):
+def test_defaults_build_b_in_a_container_with_every_variation_recorded(engine_repo, tmp_path):
     cfg = load_config()
-    candidate = snapshot.freeze(cfg.source, ref="HEAD", subdir=cfg.subdir)
-    source = snapshot.export_source(cfg.source, candidate, tmp_path / "source")
+    # The engine's source with its kernels step cut to a subset (tests/kernels_subset.py): the whole
+    # registry under libfaketime and disorderfs takes minutes, and the variations are the subject here.
+    candidate = snapshot.freeze(engine_repo, ref="HEAD", subdir=cfg.subdir)
+    source = snapshot.export_source(engine_repo, candidate, tmp_path / "source")
     with build_hosts.opened(cfg, log=lambda line: None) as bh:
         host_a, host_b = bh.hosts
         assert isinstance(host_a, LocalHost) and isinstance(host_b, DockerHost)

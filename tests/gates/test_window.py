@@ -84,7 +84,9 @@ def test_a_dead_runs_lease_is_broken_before_the_first_look(tmp_path):
     dead.lease.pid = gone.pid
     dead.lease.acquire()
     dead.lease._stop.set()             # no heartbeat from a dead process
-    time.sleep(2.5)                    # stale after 2 s here
+    # Stale after 2 s here; the lease's age is read in whole seconds (date +%s less stat %Y), so
+    # 2.5 s can read as 2 and count as fresh.
+    time.sleep(3.5)
     window, _ = _window(tmp_path, "run-next")
     window.open()
     assert window.audit_before["lease"]["exists"] is False    # the first look comes after the break
