@@ -114,7 +114,9 @@ def from_ref(repo_dir: str | Path, ref: str, cache: Path, *, subdir: str = "engi
         source = export_source(repo_dir, candidate, Path(tmp) / "src")
         sink = (lambda label, stream, text: progress(text)) if progress else None
         try:
-            result = build(LocalHost(), candidate, source, "incumbent", str(Path(tmp) / "build"), progress=sink)
+            # The wheel only: the incumbent is served from it, and the kernels step would cost minutes.
+            result = build(LocalHost(), candidate, source, "incumbent", str(Path(tmp) / "build"), progress=sink,
+                           kernels_step=False)
         except BuilderError as exc:
             raise IncumbentError("ref", f"{ref} ({commit[:12]}): {exc}") from exc
         wheel = next((p for p in result.artifacts if p.suffix == ".whl"), None)

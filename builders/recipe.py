@@ -70,7 +70,7 @@ def build(host: Host, candidate: dict, source_dir_local: str | Path, label: str,
           local_dir: str | Path | None = None, timeout: float = BUILD_TIMEOUT_S,
           progress: Progress | None = None, source_uri: str | None = None,
           plan: variations.Plan | None = None, placement: dict | None = None,
-          kernel_archs: tuple[int, ...] | None = None) -> BuildResult:
+          kernel_archs: tuple[int, ...] | None = None, kernels_step: bool = True) -> BuildResult:
     """Build wheel + sdist of the exported source on HOST under WORKDIR (which must not exist).
 
     PLAN: the side of every variation (builders.variations; default: LABEL's side); the host is
@@ -81,6 +81,8 @@ def build(host: Host, candidate: dict, source_dir_local: str | Path, label: str,
     SOURCE_URI names the repository in the provenance (builders.provenance.repository_uri).
     PLACEMENT says what kind of host built it (a container, this machine, and why), for the record.
     KERNEL_ARCHS replaces the archs of the source's AOT kernels step (builders.kernels.config).
+    KERNELS_STEP=False leaves that step out, for a caller that uses the wheel only (its bytes do not
+    depend on the step, which runs after it): the record then lists no kernels target.
     """
     local = isinstance(host, LocalHost)
     if python is None and not local:
@@ -112,7 +114,7 @@ def build(host: Host, candidate: dict, source_dir_local: str | Path, label: str,
     log = result.stdout + result.stderr
     if result.exit_code != 0:
         raise BuildFailed(label, f"python -m build exited {result.exit_code}", log[-TAIL:])
-    kcfg = kernels.config(source_dir_local, kernel_archs)
+    kcfg = kernels.config(source_dir_local, kernel_archs) if kernels_step else None
     if kcfg is not None:
         log += _build_kernels(host, benv, python, kcfg, label, timeout, sink, log)
 

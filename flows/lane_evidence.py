@@ -62,16 +62,18 @@ def pending_reason(evidence: Evidence, wheel: Path) -> str:
             "bytes and import the result (docs/LANES.md, Lane evidence)")
 
 
-def build_candidate_wheel(cfg: Config, ref: str, dest: str | Path, progress=None) -> tuple[dict, Path]:
+def build_candidate_wheel(cfg: Config, ref: str, dest: str | Path, progress=None, *,
+                          kernels_step: bool = True) -> tuple[dict, Path]:
     """(candidate record, wheel path in DEST) of REF, built once here with the release recipe: the
     bytes the release run would build (it proves them identical twice). The build's AOT kernels
-    artifact, when it makes one, is copied into DEST beside the wheel."""
+    artifact, when it makes one, is copied into DEST beside the wheel; KERNELS_STEP=False builds
+    the wheel only."""
     candidate = snapshot.freeze(cfg.source, ref=ref, subdir=cfg.subdir, version_label=cfg.version_label)
     with tempfile.TemporaryDirectory(prefix="assay-candidate-wheel-") as tmp:
         source = snapshot.export_source(cfg.source, candidate, Path(tmp) / "source")
         result = recipe.build(LocalHost("local"), candidate, source, "a", str(Path(tmp) / "build"),
                               python=cfg.build_pythons[0], timeout=cfg.build_timeout_s, progress=progress,
-                              kernel_archs=cfg.kernel_archs)
+                              kernel_archs=cfg.kernel_archs, kernels_step=kernels_step)
         wheel = next(p for p in result.artifacts if p.suffix == ".whl")
         Path(dest).mkdir(parents=True, exist_ok=True)
         for tar in (p for p in result.artifacts if p.name.endswith(kernels.SUFFIX)):
@@ -80,9 +82,10 @@ def build_candidate_wheel(cfg: Config, ref: str, dest: str | Path, progress=None
 
 
 def candidate_wheel_sha256(cfg: Config, ref: str, progress=None) -> tuple[str, str]:
-    """(wheel name, sha256) of REF's candidate wheel (build_candidate_wheel)."""
+    """(wheel name, sha256) of REF's candidate wheel (build_candidate_wheel, without the kernels
+    step: the digest is the wheel's alone)."""
     with tempfile.TemporaryDirectory(prefix="assay-lanes-import-") as tmp:
-        _, wheel = build_candidate_wheel(cfg, ref, tmp, progress)
+        _, wheel = build_candidate_wheel(cfg, ref, tmp, progress, kernels_step=False)
         return wheel.name, file_sha256(wheel)
 
 

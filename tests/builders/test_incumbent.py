@@ -96,6 +96,19 @@ def test_the_default_ref_builds_once_and_is_reused_from_the_cache(tmp_path):
     assert not [p for p in os.listdir(tmp_path / "incumbent") if p.startswith(".build-")]
 
 
+def test_a_ref_is_built_without_its_kernels_step(tmp_path):
+    # The incumbent is served from its wheel alone: a ref whose kernels step cannot even run builds.
+    from builders.incumbent import from_ref
+    from tests.builders.conftest import fixture_files, make_repo
+
+    files = fixture_files(subdir="engine")
+    files["engine/pyproject.toml"] += '\n[tool.assay.kernels]\nmodule = "fixturepkg.no_such_kernels"\n'
+    repo = make_repo(tmp_path / "repo", files)
+    inc = from_ref(repo, "HEAD", tmp_path / "cache")
+    assert inc.wheel.name == "fixture_pkg-1.2.3-py3-none-any.whl" and inc.identity["origin"] == "ref"
+    assert sorted(p.name for p in inc.wheel.parent.iterdir()) == ["fixture_pkg-1.2.3-py3-none-any.whl", "identity.json"]
+
+
 @pytest.mark.slow
 def test_the_default_incumbent_serves_the_tiny_model(tmp_path):
     """The embedded default must stay a working incumbent: its wheel, installed on its own (not the

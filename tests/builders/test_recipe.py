@@ -84,6 +84,25 @@ def test_build_refuses_an_existing_directory_and_reports_failures(built_fixture,
     assert "no_such" in err.value.output_tail
 
 
+def test_a_wheel_only_build_leaves_the_kernels_step_out(tmp_path):
+    # A source whose kernels step cannot run: the full build fails in that step; the wheel-only
+    # build (the incumbent's, `assay lanes import`'s) never starts it, and stays reproducible.
+    files = fixture_files()
+    files["pkg/pyproject.toml"] += '\n[tool.assay.kernels]\nmodule = "fixturepkg.no_such_kernels"\narchs = [90]\n'
+    repo = make_repo(tmp_path / "kernels-src", files)
+    cand = freeze(repo, subdir="pkg")
+    src = export_source(repo, cand, tmp_path / "src")
+    with pytest.raises(BuildFailed, match="kernels step `python -m fixturepkg.no_such_kernels` exited"):
+        build(LocalHost(), cand, src, "a", str(tmp_path / "full"), timeout=120)
+    only = build(LocalHost(), cand, src, "a", str(tmp_path / "wheel-only"), timeout=120, kernels_step=False)
+    assert [p.name for p in only.artifacts] == ["fixture_pkg-1.2.3-py3-none-any.whl", "fixture_pkg-1.2.3.tar.gz"]
+    definition = only.record["buildDefinition"]
+    assert definition["externalParameters"]["targets"] == ["wheel", "sdist"]
+    assert "kernels" not in definition["internalParameters"]["environment"]
+    again = build(LocalHost(), cand, src, "a", str(tmp_path / "again"), timeout=120, kernels_step=False)
+    assert only.artifacts[0].read_bytes() == again.artifacts[0].read_bytes()
+
+
 def test_remote_host_needs_an_interpreter(built_fixture, tmp_path):
     class OtherHost:  # a stand-in only for the type check: nothing runs on it
         name = "elsewhere"
