@@ -15,6 +15,7 @@ import torch
 import torch.nn.functional as F
 
 from engine.kernels import checks
+from engine.kernels.decode_plan import decode_plan, span_heads
 
 INT8_MAX = 127.0
 
@@ -140,23 +141,26 @@ def _decode_cpu(q, k_cache, v_cache, k_scale, v_scale, block_tables, seq_lens, s
     """paged_decode_attention_ref on the CPU: one fused attention call per sequence over its KV
     (a view of the cache when its blocks are consecutive), or one for the whole batch when its
     sequences are short (_decode_cpu_batched). A decode step is many tiny ops, and on a busy CPU
-    each op's threads wait on the others, so fewer ops is what makes it fast."""
+    each op's threads wait on the others, so fewer ops is what makes it fast: where the KV lies
+    is read once per step (decode_plan), not once per layer."""
     batch, hq, d = q.shape
     bs, hkv = k_cache.shape[1], k_cache.shape[2]
     g = hq // hkv
-    lens = seq_lens.tolist()
+    plan = decode_plan(block_tables, seq_lens, bs)
+    lens = plan.lens
     live = [b for b, n in enumerate(lens) if n > 0]
     if len(live) > 1 and len(live) * max(lens) <= BATCHED_DECODE_MAX_TOKENS:
         return _decode_cpu_batched(q, k_cache, v_cache, k_scale, v_scale, block_tables, lens, live, sm_scale)
-    out = torch.zeros(batch, hq, d, dtype=q.dtype)
-    for b, n in enumerate(lens):
-        if n <= 0:
+    out = None if len(live) == batch == 1 else torch.zeros(batch, hq, d, dtype=q.dtype)
+    for b, span in enumerate(plan.spans):
+        if span is None:
             continue                                          # seq_len 0: zeros, as documented
-        blocks = block_tables[b, : -(-n // bs)].long().clamp(min=0)
-        k = _span(k_cache, k_scale, blocks, n).transpose(0, 1)[None]   # [1, Hkv, n, D]
-        v = _span(v_cache, v_scale, blocks, n).transpose(0, 1)[None]
+        k = span_heads(k_cache, k_scale, span)                # [1, Hkv, n, D]
+        v = span_heads(v_cache, v_scale, span)
         qb = q[b].float().view(1, hkv, g, d)                  # the q heads of one kv head as rows
         o = F.scaled_dot_product_attention(qb, k, v, scale=sm_scale)
+        if out is None:
+            return o.view(1, hq, d).to(q.dtype)
         out[b] = o.view(hq, d).to(q.dtype)
     return out
 

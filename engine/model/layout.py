@@ -5,7 +5,8 @@ asks the BLAS for x @ W^T. With the same weight stored transposed, the product i
 contiguous [in, out] matrix, for which cuBLAS picks other kernels that run the decode-sized
 projections faster (`python -m engine.benchmarks.projections`; figures in docs/perf/engine.md),
 and the CPU's BLAS runs both the one-row decode products and the prefill products faster
-(docs/perf/reference-model.md). The parameter keeps its logical [out, in] shape, so nothing
+(docs/perf/reference-model.md), except the down projection's one-row product, which it runs
+faster row-major (CPU_ROW_MAJOR). The parameter keeps its logical [out, in] shape, so nothing
 else changes; only its strides do. A weight shared with the embedding (tied lm_head) moves only
 when asked (tied=True): the embedding then reads each row strided, which costs little next to
 the vocabulary-sized product it speeds up. The CPU also keeps a row-major copy of the lm_head
@@ -16,19 +17,28 @@ import torch
 from torch import nn
 
 
-def set_projection_layout(model: nn.Module, column_major: bool, tied: bool = False) -> None:
+# On the CPU the BLAS runs the one-row product of these layers faster over the row-major weight
+# (a long reduction, intermediate -> hidden), the others faster column-major (one-row products of
+# the reference model's shapes, 3 rounds: docs/perf/reference-model.md).
+CPU_ROW_MAJOR = ("mlp.down",)
+
+
+def set_projection_layout(model: nn.Module, column_major: bool, tied: bool = False,
+                          row_major: tuple[str, ...] = ()) -> None:
     """Re-lay every nn.Linear weight of model (one at a time, so the peak is one extra copy);
-    tied=True also re-lays a weight shared with the embedding, which keeps sharing it.
+    tied=True also re-lays a weight shared with the embedding, which keeps sharing it. Layers
+    whose qualified name ends with one of ``row_major`` (e.g. "mlp.down") are laid row-major.
 
     Call it before an engine captures CUDA graphs over the model (engine.model.weights.build_model
     does, on CUDA): a captured graph keeps reading the tensors it was captured with."""
     embed = getattr(model, "embed", None)
     shared = embed.weight.data_ptr() if embed is not None else None
-    for mod in model.modules():
+    for name, mod in model.named_modules():
         if not isinstance(mod, nn.Linear) or (mod.weight.data_ptr() == shared and not tied):
             continue
         w = mod.weight.data
-        new = w.t().contiguous().t() if column_major else w.contiguous()
+        cols = column_major and not any(name == r or name.endswith("." + r) for r in row_major)
+        new = w.t().contiguous().t() if cols else w.contiguous()
         if new.data_ptr() != w.data_ptr():
             mod.weight = nn.Parameter(new, requires_grad=False)
             if w.data_ptr() == shared:

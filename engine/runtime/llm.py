@@ -19,6 +19,7 @@ from engine.runtime.model_runner import ModelRunner
 from engine.runtime.request import RequestHandle
 from engine.runtime.sampling import SamplingParams
 from engine.runtime.scheduler import Scheduler
+from engine.runtime.scheduling_lock import SchedulingLock
 from engine.runtime.sequence import GenerationResult, Sequence
 from engine.runtime.session_store import SessionState, SessionStore
 from engine.runtime.spec_ngram import MAX_DRAFT
@@ -97,7 +98,7 @@ class LLM(SessionStore):
                                    prefill_chunk=prefill_chunk, spec=spec, draft_tokens=int(draft_tokens),
                                    eos_token_ids=eos, max_model_len=self.max_model_len)
         self.spec, self.draft_tokens = spec, int(draft_tokens)
-        self._cond = threading.Condition()
+        self._cond = SchedulingLock()
         self._thread: threading.Thread | None = None
         self._running = False
         self._fatal: BaseException | None = None
@@ -170,6 +171,8 @@ class LLM(SessionStore):
                     self.scheduler.active.clear()
                     self.scheduler.pending.clear()
                     self.blocks.reset()
+            # Outside the lock: a submit or status read waiting for it goes before the next step.
+            self._cond.step_aside()
         with self._cond:   # nothing may wait forever on a stopped engine
             for seq in list(self.scheduler.active) + list(self.scheduler.pending):
                 seq.finish("cancelled")

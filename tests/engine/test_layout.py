@@ -21,11 +21,14 @@ def test_same_tokens_and_shapes_in_either_layout(tiny_dir, device):
               cuda_graphs=False)
     model = llm.model
     prompts = [[1, 2, 3, 4, 5], list(range(10, 40))]
-    # The CPU lays out every projection, the lm_head too, and keeps a row-major copy of the
-    # lm_head for multi-row logits, which a tied embedding reads.
+    # The CPU lays out every projection but the down projections column-major, the lm_head too,
+    # and keeps a row-major copy of the lm_head for multi-row logits, which a tied embedding reads.
     separate_head = torch.device(device).type == "cpu"
     if separate_head:
         assert is_column_major(model.layers[0].attn.qkv.weight) and is_column_major(model.lm_head.weight)
+        assert all(layer.mlp.down.weight.is_contiguous() and not is_column_major(layer.mlp.down.weight)
+                   for layer in model.layers)
+        assert all(is_column_major(layer.mlp.gate_up.weight) for layer in model.layers)
         rows = model.lm_head_rows
         assert rows.is_contiguous() and torch.equal(rows, model.lm_head.weight)
         assert model.embed.weight is rows or not model.cfg.tie_word_embeddings
@@ -73,3 +76,16 @@ def test_multi_row_logits_over_the_row_major_head_match_the_column_major_head(ti
     model.lm_head_rows = None
     assert _tokens(llm, prompts) == batched
     assert len({len(t) for t in batched}) == 1 and len(batched[0]) == 16
+
+
+def test_named_layers_stay_row_major(tiny_dir):
+    """row_major names layers by the last dotted parts of their qualified name; the rest go
+    column-major."""
+    llm = LLM(tiny_dir, device="cpu", dtype="float32", kv_capacity_tokens=256, max_concurrency=1)
+    model = llm.model
+    set_projection_layout(model, column_major=True, row_major=("attn.o", "mlp.down"))
+    for layer in model.layers:
+        assert layer.attn.o.weight.is_contiguous() and layer.mlp.down.weight.is_contiguous()
+        assert is_column_major(layer.attn.qkv.weight) and is_column_major(layer.mlp.gate_up.weight)
+    set_projection_layout(model, column_major=True, row_major=("lp.down",))   # whole names only
+    assert all(is_column_major(layer.mlp.down.weight) for layer in model.layers)

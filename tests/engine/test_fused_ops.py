@@ -1,0 +1,35 @@
+"""The model's elementwise pieces (engine.model.fused): the CPU's one-call RMSNorm in float32 is
+bit-identical to transformers' order of operations, which the other dtypes still run."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from engine.model import fused
+
+
+def _transformers_rms_norm(x, weight, eps):
+    xf = x.float()
+    xf = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps)
+    return weight * xf.to(x.dtype)
+
+
+@pytest.mark.parametrize("dim", [64, 576, 2048])
+def test_cpu_float32_rms_norm_is_bit_identical(dim):
+    gen = torch.Generator().manual_seed(dim)
+    for rows in (1, 3, 17):
+        for scale in (1e-3, 1.0, 1e3):
+            x = torch.randn(rows, dim, generator=gen) * scale
+            w = torch.randn(dim, generator=gen)
+            assert torch.equal(fused.rms_norm(x, w, 1e-5), _transformers_rms_norm(x, w, 1e-5))
+            h, res = fused.add_rms_norm(x, x * 0.5, w, 1e-6)
+            assert torch.equal(res, x * 0.5 + x) and torch.equal(h, _transformers_rms_norm(res, w, 1e-6))
+
+
+def test_bf16_keeps_transformers_order():
+    """bf16 casts back before the weight: not what a one-call RMSNorm does, so it keeps the lines."""
+    gen = torch.Generator().manual_seed(1)
+    x = torch.randn(5, 576, generator=gen).bfloat16()
+    w = torch.randn(576, generator=gen).bfloat16()
+    assert torch.equal(fused.rms_norm(x, w, 1e-5), _transformers_rms_norm(x, w, 1e-5))
