@@ -25,6 +25,7 @@ from pathlib import Path
 import torch
 
 from engine.model.chat import render_chat
+from engine.model.projection import Projection
 from engine.runtime.llm import LLM
 from engine.runtime.sampling import SamplingParams
 
@@ -144,8 +145,8 @@ def main(argv=None) -> int:
     same = {k: True for k in measure}
     batch_prompts = [enc(render_chat(args.model, [{"role": "user", "content": q}]))
                      for q in BATCH_QUESTIONS[:args.batch]]
-    batch = {"batch_1_tok_s": [], f"batch_{args.batch}_tok_s": [], f"batch_{args.batch}_column_major_head_tok_s": [],
-             "ratios": [], "first_sequence_same": True, "column_major_head_same": True}
+    batch = {"batch_1_tok_s": [], f"batch_{args.batch}_tok_s": [], f"batch_{args.batch}_one_row_layouts_tok_s": [],
+             "ratios": [], "first_sequence_same": True, "one_row_layouts_same": True}
     for i in range(args.rounds):
         for k, fn in measure.items():
             # The two runners back to back, the order alternating by round, so that drift in the
@@ -163,21 +164,23 @@ def main(argv=None) -> int:
         # would be further away in time.
         one, alone = decode_tok_s(runners[0], batch_prompts[0], args.new_tokens)
         many, outs = batch_decode_tok_s(runners[0], batch_prompts, args.new_tokens)
-        # The same batch with the multi-row logits over the column-major lm_head, as before
-        # engine.model.layout.keep_row_major_head: what that copy buys.
-        model = runners[0].llm.model
-        rows_head, model.lm_head_rows = model.lm_head_rows, None
+        # The same batch with every product over its one-row layout, as before
+        # engine.model.layout.keep_row_major_copies: what the row-major weights buy.
+        kept = {m: m.rows for m in runners[0].llm.model.modules() if isinstance(m, Projection)}
         try:
+            for m in kept:
+                m.rows = None
             col, col_outs = batch_decode_tok_s(runners[0], batch_prompts, args.new_tokens)
         finally:
-            model.lm_head_rows = rows_head
+            for m, r in kept.items():
+                m.rows = r
         batch["batch_1_tok_s"].append(one)
         batch[f"batch_{args.batch}_tok_s"].append(many)
-        batch[f"batch_{args.batch}_column_major_head_tok_s"].append(col)
+        batch[f"batch_{args.batch}_one_row_layouts_tok_s"].append(col)
         batch["ratios"].append(many / one)
         batch["first_sequence_same"] = batch["first_sequence_same"] and outs[0] == alone
-        batch["column_major_head_same"] = batch["column_major_head_same"] and col_outs == outs
-        print(f"round {i + 1} batch: engine batch {args.batch} {many:.1f} tok/s (column-major lm_head "
+        batch["one_row_layouts_same"] = batch["one_row_layouts_same"] and col_outs == outs
+        print(f"round {i + 1} batch: engine batch {args.batch} {many:.1f} tok/s (one-row layouts "
               f"{col:.1f}), batch 1 {one:.1f} tok/s", file=sys.stderr, flush=True)
     for r in runners:
         r.close()
@@ -203,9 +206,9 @@ def main(argv=None) -> int:
     b1, bn = statistics.median(batch["batch_1_tok_s"]), statistics.median(batch[f"batch_{args.batch}_tok_s"])
     print(f"{f'engine decode, batch {args.batch} / batch 1':<34}{bn:>14.1f}{b1:>20.1f}{bn / b1:>8.2f}"
           f"{result['batch']['ratio_median']:>12.2f}{str(batch['first_sequence_same']):>13}")
-    bc = statistics.median(batch[f"batch_{args.batch}_column_major_head_tok_s"])
-    print(f"{f'  same, column-major lm_head':<34}{bc:>14.1f}{b1:>20.1f}{bc / b1:>8.2f}{'':>12}"
-          f"{str(batch['column_major_head_same']):>13}")
+    bc = statistics.median(batch[f"batch_{args.batch}_one_row_layouts_tok_s"])
+    print(f"{f'  same, one-row layouts':<34}{bc:>14.1f}{b1:>20.1f}{bc / b1:>8.2f}{'':>12}"
+          f"{str(batch['one_row_layouts_same']):>13}")
     print(json.dumps(result, sort_keys=True))
     if args.json:
         Path(args.json).write_text(json.dumps(result, sort_keys=True, indent=2) + "\n", encoding="utf-8")

@@ -22,10 +22,14 @@ PAGE = 16                          # engine.runtime.llm.LLM's default block_size
 # reference models), kv_dtype "auto" the compute dtype; int8 is the quantised cache.
 DTYPES = ((torch.float32, torch.float32), (torch.float32, torch.int8),
           (torch.bfloat16, torch.bfloat16), (torch.bfloat16, torch.int8))
-# Block-table widths: the CUDA graphs' width is max_context / PAGE (512 at 8192 positions); eager
-# decode uses the batch's widest table. They span the divisibility classes of the table's and the
-# split buffers' strides (the number of splits follows the width).
-TABLE_WIDTHS = (1, 2, 3, 16, 48, 100, 256, 512)
+# Block-table widths: the CUDA graphs' width is max_context / PAGE (128 at 2048 positions, 512 at
+# 8192); eager decode uses the batch's widest table, any width. Triton's key sees the table's
+# stride and the split buffers' strides (splits x heads), whose divisibility by 16 follows the
+# width, the split size and the head count. These are the fewest widths, taken in increasing
+# order, that give every key a width of 1..512 gives for the shapes and dtypes above (the KV's
+# split sizes: 16 blocks for float, 32 for int8); tests/engine/test_aot_registry_coverage.py
+# checks every width against them.
+TABLE_WIDTHS = (1, 2, 16, 17, 32, 33, 48, 49, 64, 97, 112, 241, 256, 481, 496)
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ stays correct when a caller reuses or edits the same tensors in place.
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 
@@ -25,9 +25,22 @@ class Span:
 
 
 @dataclass(frozen=True)
+class PaddedBatch:
+    """The live sequences' KV as one padded batch: `blocks` [L, nblk] to gather (padding blocks
+    clamped to 0), `mask` [L, 1, 1, n_max] True on real tokens, `rows` the live sequences' rows
+    of the step (None when every row is live)."""
+    rows: torch.Tensor | None
+    blocks: torch.Tensor
+    mask: torch.Tensor
+    n_max: int
+
+
+@dataclass(frozen=True)
 class DecodePlan:
     lens: list[int]
     spans: list[Span | None]      # None: seq_len 0, the sequence gets zeros
+    # Derived tensors built on first use and shared by the step's layers (padded_batch).
+    derived: dict = field(default_factory=dict, compare=False, repr=False)
 
 
 _memo = threading.local()
@@ -77,3 +90,17 @@ def span_heads(cache: torch.Tensor, scale: torch.Tensor | None, span: Span) -> t
     if scale is not None:
         x = x * scale[blocks].unsqueeze(-1)
     return x.flatten(0, 1)[: span.n].transpose(0, 1)[None]
+
+
+def padded_batch(plan: DecodePlan, block_tables: torch.Tensor, bs: int) -> PaddedBatch:
+    """plan's live sequences as one padded batch, built once a step (the plan's first layer)."""
+    pb = plan.derived.get("padded")
+    if pb is None:
+        live = [b for b, n in enumerate(plan.lens) if n > 0]
+        n_max = max(plan.lens)
+        rows = torch.tensor(live)
+        blocks = block_tables[rows, : -(-n_max // bs)].long().clamp(min=0)
+        mask = torch.arange(n_max)[None, :] < torch.tensor([plan.lens[b] for b in live])[:, None]
+        pb = PaddedBatch(None if len(live) == len(plan.lens) else rows, blocks, mask[:, None, None, :], n_max)
+        plan.derived["padded"] = pb
+    return pb

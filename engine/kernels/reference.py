@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 
 from engine.kernels import checks
-from engine.kernels.decode_plan import decode_plan, span_heads
+from engine.kernels.decode_plan import decode_plan, padded_batch, span_heads
 
 INT8_MAX = 127.0
 
@@ -150,7 +150,8 @@ def _decode_cpu(q, k_cache, v_cache, k_scale, v_scale, block_tables, seq_lens, s
     lens = plan.lens
     live = [b for b, n in enumerate(lens) if n > 0]
     if len(live) > 1 and len(live) * max(lens) <= BATCHED_DECODE_MAX_TOKENS:
-        return _decode_cpu_batched(q, k_cache, v_cache, k_scale, v_scale, block_tables, lens, live, sm_scale)
+        return _decode_cpu_batched(q, k_cache, v_cache, k_scale, v_scale, padded_batch(plan, block_tables, bs),
+                                   sm_scale)
     out = None if len(live) == batch == 1 else torch.zeros(batch, hq, d, dtype=q.dtype)
     for b, span in enumerate(plan.spans):
         if span is None:
@@ -165,23 +166,23 @@ def _decode_cpu(q, k_cache, v_cache, k_scale, v_scale, block_tables, seq_lens, s
     return out
 
 
-def _decode_cpu_batched(q, k_cache, v_cache, k_scale, v_scale, block_tables, lens: list[int],
-                        live: list[int], sm_scale: float) -> torch.Tensor:
-    """_decode_cpu for the sequences `live` at once: their blocks gathered into [L, Hkv, T, D]
-    (T the longest), the padding masked out, one attention call."""
+def _decode_cpu_batched(q, k_cache, v_cache, k_scale, v_scale, pb, sm_scale: float) -> torch.Tensor:
+    """_decode_cpu for the live sequences at once: their blocks gathered into [L, Hkv, T, D]
+    (T the longest), the padding masked out, one attention call. Which blocks and which mask
+    is worked out once a step (decode_plan.padded_batch); when every sequence is live, q and
+    the output need no row selection."""
     batch, hq, d = q.shape
-    bs, hkv = k_cache.shape[1], k_cache.shape[2]
+    hkv = k_cache.shape[2]
     g = hq // hkv
-    n_max = max(lens)
-    rows = torch.tensor(live)
-    blocks = block_tables[rows, : -(-n_max // bs)].long().clamp(min=0)          # [L, nblk]
-    k = _gather(k_cache, k_scale, blocks)[:, :n_max].transpose(1, 2)          # [L, Hkv, T, D]
-    v = _gather(v_cache, v_scale, blocks)[:, :n_max].transpose(1, 2)
-    valid = torch.arange(n_max)[None, :] < torch.tensor([lens[b] for b in live])[:, None]
-    o = F.scaled_dot_product_attention(q[rows].float().view(len(live), hkv, g, d), k, v,
-                                       attn_mask=valid[:, None, None, :], scale=sm_scale)
+    k = _gather(k_cache, k_scale, pb.blocks)[:, :pb.n_max].transpose(1, 2)       # [L, Hkv, T, D]
+    v = _gather(v_cache, v_scale, pb.blocks)[:, :pb.n_max].transpose(1, 2)
+    qs = q if pb.rows is None else q[pb.rows]
+    o = F.scaled_dot_product_attention(qs.float().view(qs.shape[0], hkv, g, d), k, v,
+                                       attn_mask=pb.mask, scale=sm_scale)
+    if pb.rows is None:
+        return o.reshape(batch, hq, d).to(q.dtype)
     out = torch.zeros(batch, hq, d, dtype=q.dtype)
-    out[rows] = o.reshape(len(live), hq, d).to(q.dtype)
+    out[pb.rows] = o.reshape(pb.rows.shape[0], hq, d).to(q.dtype)
     return out
 
 

@@ -9,8 +9,8 @@ and the CPU's BLAS runs both the one-row decode products and the prefill product
 faster row-major (CPU_ROW_MAJOR). The parameter keeps its logical [out, in] shape, so nothing
 else changes; only its strides do. A weight shared with the embedding (tied lm_head) moves only
 when asked (tied=True): the embedding then reads each row strided, which costs little next to
-the vocabulary-sized product it speeds up. The CPU also keeps a row-major copy of the lm_head
-for logits of several rows (keep_row_major_head)."""
+the vocabulary-sized product it speeds up. The CPU also gives every projection a row-major
+weight for products of several rows (keep_row_major_copies, engine.model.projection)."""
 from __future__ import annotations
 
 import torch
@@ -19,7 +19,8 @@ from torch import nn
 
 # On the CPU the BLAS runs the one-row product of these layers faster over the row-major weight
 # (a long reduction, intermediate -> hidden), the others faster column-major (one-row products of
-# the reference model's shapes, 3 rounds: docs/perf/reference-model.md).
+# the reference model's shapes, 3 rounds: docs/perf/reference-model.md). A row-major layer also
+# needs no copy for products of several rows (keep_row_major_copies).
 CPU_ROW_MAJOR = ("mlp.down",)
 
 
@@ -41,6 +42,8 @@ def set_projection_layout(model: nn.Module, column_major: bool, tied: bool = Fal
         new = w.t().contiguous().t() if cols else w.contiguous()
         if new.data_ptr() != w.data_ptr():
             mod.weight = nn.Parameter(new, requires_grad=False)
+            if getattr(mod, "rows", None) is not None:   # a row-major copy of the old weight
+                mod.rows = None
             if w.data_ptr() == shared:
                 embed.weight = mod.weight
 
@@ -49,18 +52,31 @@ def is_column_major(w: torch.Tensor) -> bool:
     return w.dim() == 2 and w.stride(0) == 1 and w.stride(1) == w.shape[0]
 
 
-def keep_row_major_head(model: nn.Module) -> None:
-    """Give model a row-major copy of its (column-major) lm_head weight for multi-row logits.
+def keep_row_major_copies(model: nn.Module) -> int:
+    """Give every engine.model.projection.Projection of model a row-major weight for products of
+    several rows: the weight itself where it is row-major already, else a copy (one more matrix
+    per column-major layer). A tied embedding reads the lm_head's row-major one, so the tied
+    pair costs one copy. Returns the bytes the copies added.
 
-    On the CPU the vocabulary-sized product of one row runs fastest over the column-major
-    weight, but that of several rows (a batched decode step, a speculation window) runs several
-    times slower over it than as W @ h^T over the row-major weight (the batch row of `python -m
-    engine.benchmarks.cpu_reference` times both; figures in docs/perf/reference-model.md). Both
-    layouts are kept: one more vocab x hidden matrix. A tied embedding reads the row-major one."""
-    head = model.lm_head.weight
-    rows = head.detach().contiguous() if is_column_major(head) else head.detach()
+    On the CPU the one-row products run fastest over the layouts set_projection_layout gives,
+    while products of a few rows (a batched decode step, a speculation window) run several times
+    faster as W @ x^T over the row-major weight (`python -m engine.benchmarks.cpu_reference`,
+    figures in docs/perf/reference-model.md)."""
+    from engine.model.projection import Projection
+
     embed = getattr(model, "embed", None)
-    if embed is not None and embed.weight.data_ptr() == head.data_ptr():
-        embed.weight = nn.Parameter(rows, requires_grad=False)
-        rows = embed.weight
-    model.lm_head_rows = rows
+    added = 0
+    for mod in model.modules():
+        if not isinstance(mod, Projection):
+            continue
+        w = mod.weight.detach()
+        if w.is_contiguous():
+            mod.rows = w
+            continue
+        rows = w.contiguous()
+        added += rows.numel() * rows.element_size()
+        if embed is not None and embed.weight.data_ptr() == w.data_ptr():
+            embed.weight = nn.Parameter(rows, requires_grad=False)
+            rows = embed.weight.detach()
+        mod.rows = rows
+    return added

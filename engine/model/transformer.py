@@ -12,6 +12,7 @@ from torch import nn
 
 from engine.model import fused
 from engine.model.config import ModelConfig
+from engine.model.projection import Projection
 from engine.model.rope import cos_sin_table
 
 
@@ -39,8 +40,8 @@ class Attention(nn.Module):
     def __init__(self, cfg: ModelConfig):
         super().__init__()
         self.h, self.kvh, self.d = cfg.num_heads, cfg.num_kv_heads, cfg.head_dim
-        self.qkv = nn.Linear(cfg.hidden_size, (self.h + 2 * self.kvh) * self.d, bias=cfg.attention_bias)
-        self.o = nn.Linear(self.h * self.d, cfg.hidden_size, bias=False)
+        self.qkv = Projection(cfg.hidden_size, (self.h + 2 * self.kvh) * self.d, bias=cfg.attention_bias)
+        self.o = Projection(self.h * self.d, cfg.hidden_size, bias=False)
         self.q_norm = RMSNorm(self.d, cfg.rms_norm_eps) if cfg.qk_norm else None
         self.k_norm = RMSNorm(self.d, cfg.rms_norm_eps) if cfg.qk_norm else None
         self.sm_scale = self.d ** -0.5
@@ -80,8 +81,8 @@ class MLP(nn.Module):
     def __init__(self, cfg: ModelConfig):
         super().__init__()
         self.inter = cfg.intermediate_size
-        self.gate_up = nn.Linear(cfg.hidden_size, 2 * self.inter, bias=False)
-        self.down = nn.Linear(self.inter, cfg.hidden_size, bias=False)
+        self.gate_up = Projection(cfg.hidden_size, 2 * self.inter, bias=False)
+        self.down = Projection(self.inter, cfg.hidden_size, bias=False)
 
     def forward(self, x):
         return self.down(fused.silu_mul(self.gate_up(x), self.inter))
@@ -110,11 +111,10 @@ class Transformer(nn.Module):
         self.embed = nn.Embedding(cfg.vocab_size, cfg.hidden_size)
         self.layers = nn.ModuleList(Block(cfg) for _ in range(cfg.num_layers))
         self.norm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
-        self.lm_head = nn.Linear(cfg.hidden_size, cfg.vocab_size, bias=False)
-        # A row-major [vocab, hidden] lm_head weight for logits of several rows at once, where the
-        # BLAS runs those faster over it than over the column-major lm_head (the CPU: see
-        # engine.model.layout.keep_row_major_head); None elsewhere.
-        self.lm_head_rows: torch.Tensor | None = None
+        # Logits of any number of rows read the row-major weight where one is kept (the CPU:
+        # engine.model.layout.keep_row_major_copies), and come back as a transposed view.
+        self.lm_head = Projection(cfg.hidden_size, cfg.vocab_size, bias=False, rows_max=None,
+                                  contiguous=False)
         self.max_positions = max_positions or cfg.max_position_embeddings
         self.rope_cos: torch.Tensor | None = None
         self.rope_sin: torch.Tensor | None = None
@@ -147,6 +147,4 @@ class Transformer(nn.Module):
             h, residual = layer(h, residual, cos, sin, meta, ops, cache, next_norm)
         if logit_rows is not None:
             h = h[logit_rows]
-        if self.lm_head_rows is not None and h.shape[0] > 1:
-            return (self.lm_head_rows @ h.t()).t().float()
         return self.lm_head(h).float()

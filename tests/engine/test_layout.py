@@ -4,6 +4,7 @@ from __future__ import annotations
 import torch
 
 from engine.model.layout import is_column_major, set_projection_layout
+from engine.model.projection import MULTI_ROW_MAX, Projection
 from engine.runtime.llm import LLM
 from engine.runtime.sampling import SamplingParams
 
@@ -22,18 +23,23 @@ def test_same_tokens_and_shapes_in_either_layout(tiny_dir, device):
     model = llm.model
     prompts = [[1, 2, 3, 4, 5], list(range(10, 40))]
     # The CPU lays out every projection but the down projections column-major, the lm_head too,
-    # and keeps a row-major copy of the lm_head for multi-row logits, which a tied embedding reads.
+    # and gives each a row-major weight for products of several rows: the weight itself where it
+    # is row-major, else a copy, which a tied embedding reads.
     separate_head = torch.device(device).type == "cpu"
     if separate_head:
         assert is_column_major(model.layers[0].attn.qkv.weight) and is_column_major(model.lm_head.weight)
-        assert all(layer.mlp.down.weight.is_contiguous() and not is_column_major(layer.mlp.down.weight)
-                   for layer in model.layers)
-        assert all(is_column_major(layer.mlp.gate_up.weight) for layer in model.layers)
-        rows = model.lm_head_rows
+        for layer in model.layers:
+            down = layer.mlp.down
+            assert down.weight.is_contiguous() and not is_column_major(down.weight)
+            assert down.rows.data_ptr() == down.weight.data_ptr()      # no copy
+            for m in (layer.mlp.gate_up, layer.attn.qkv, layer.attn.o):
+                assert is_column_major(m.weight)
+                assert m.rows.is_contiguous() and torch.equal(m.rows, m.weight)
+        rows = model.lm_head.rows
         assert rows.is_contiguous() and torch.equal(rows, model.lm_head.weight)
-        assert model.embed.weight is rows or not model.cfg.tie_word_embeddings
+        assert model.embed.weight.data_ptr() == rows.data_ptr() or not model.cfg.tie_word_embeddings
     else:
-        assert model.lm_head_rows is None
+        assert all(m.rows is None for m in model.modules() if isinstance(m, Projection))
     set_projection_layout(model, column_major=False, tied=True)
     qkv = model.layers[0].attn.qkv.weight
     assert qkv.is_contiguous() and not is_column_major(qkv)
@@ -62,20 +68,40 @@ def test_same_tokens_and_shapes_in_either_layout(tiny_dir, device):
     assert _tokens(llm, prompts) == row
 
 
-def test_multi_row_logits_over_the_row_major_head_match_the_column_major_head(tiny_dir):
-    """The CPU's row-major lm_head copy is used for several rows at once (a batched step); the
-    logits are those of the column-major product, and so are the greedy tokens of a batch."""
+def test_products_of_several_rows_over_the_row_major_weights_match_the_one_row_layouts(tiny_dir):
+    """The CPU's row-major weights serve products of 2..MULTI_ROW_MAX rows (a batched step) and
+    any number of logit rows; they compute what the one-row layouts compute, and so do a
+    batch's greedy tokens."""
     llm = LLM(tiny_dir, device="cpu", dtype="float32", kv_capacity_tokens=1024, max_concurrency=4)
     model = llm.model
-    assert model.lm_head_rows is not None
-    h = torch.randn(4, model.cfg.hidden_size)
-    via_rows = (model.lm_head_rows @ h.t()).t()
-    torch.testing.assert_close(via_rows, model.lm_head(h), rtol=1e-5, atol=1e-5)
+    layer = model.layers[0]
+    for m in (layer.attn.qkv, layer.attn.o, layer.mlp.gate_up, layer.mlp.down, model.lm_head):
+        assert m.rows is not None
+        x = torch.randn(4, m.in_features)
+        torch.testing.assert_close(m(x), torch.nn.functional.linear(x, m.weight, m.bias),
+                                   rtol=1e-5, atol=1e-5)
     prompts = [[1, 2, 3, 4, 5], list(range(10, 40)), [7] * 12, list(range(60, 70))]
     batched = _tokens(llm, prompts)
-    model.lm_head_rows = None
+    kept = {m: m.rows for m in model.modules() if isinstance(m, Projection)}
+    for m in kept:
+        m.rows = None
     assert _tokens(llm, prompts) == batched
     assert len({len(t) for t in batched}) == 1 and len(batched[0]) == 16
+
+
+def test_which_row_counts_read_the_row_major_weight(tiny_dir):
+    """One row and more than rows_max rows use nn.Linear's product; 2..rows_max read ``rows``
+    (made zero here, so the product shows which one ran); the lm_head reads it for any count."""
+    llm = LLM(tiny_dir, device="cpu", dtype="float32", kv_capacity_tokens=256, max_concurrency=1)
+    model = llm.model
+    qkv, head = model.layers[0].attn.qkv, model.lm_head
+    qkv.rows, head.rows = torch.zeros_like(qkv.rows), torch.zeros_like(head.rows)
+    for n, zero in ((1, False), (2, True), (MULTI_ROW_MAX, True), (MULTI_ROW_MAX + 1, False)):
+        y = qkv(torch.randn(n, qkv.in_features))
+        assert y.shape == (n, qkv.out_features) and y.is_contiguous()
+        assert bool((y == 0).all()) is zero, n
+    assert bool((head(torch.randn(1, head.in_features)) == 0).all()) is False
+    assert bool((head(torch.randn(MULTI_ROW_MAX + 1, head.in_features)) == 0).all()) is True
 
 
 def test_named_layers_stay_row_major(tiny_dir):
