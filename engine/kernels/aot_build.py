@@ -37,12 +37,11 @@ class AotBuildError(RuntimeError):
     """The kernels could not be compiled or written; says which and why."""
 
 
-def compile_launch(launch, arch: int):
-    """Triton's JITFunction.run up to the compile, for ARCH instead of the current GPU: (kernel, key, options, signature, constexprs)."""
+def _bind(launch, arch: int):
+    """JITFunction.run's binding for ARCH: (backend, target, kwargs, bound args, specialization, options)."""
     from triton import knobs
     from triton.backends.compiler import GPUTarget
-    from triton.compiler import ASTSource, compile, make_backend
-    from triton.runtime.cache import _base32
+    from triton.compiler import make_backend
     from triton.runtime.jit import create_function_from_signature
 
     target = GPUTarget("cuda", int(arch), 32)
@@ -53,6 +52,23 @@ def compile_launch(launch, arch: int):
     kwargs["instrumentation_mode"] = knobs.compilation.instrumentation_mode
     binder = create_function_from_signature(fn.signature, fn.params, backend)
     bound, specialization, options = binder(*launch.args, **kwargs)
+    return backend, target, kwargs, bound, specialization, options
+
+
+def launch_identity(launch, arch: int) -> tuple:
+    """What Triton's in-memory cache keys a launch by (kernel, specialization, options), plus the
+    arch: two launches with the same identity compile to the same cache entry."""
+    *_, specialization, options = _bind(launch, arch)
+    return launch.kernel.fn.__qualname__, str(specialization), str(options), int(arch)
+
+
+def compile_launch(launch, arch: int):
+    """Triton's JITFunction.run up to the compile, for ARCH instead of the current GPU: (kernel, key, options, signature, constexprs)."""
+    from triton.compiler import ASTSource, compile
+    from triton.runtime.cache import _base32
+
+    backend, target, kwargs, bound, specialization, options = _bind(launch, arch)
+    fn = launch.kernel
     options, signature, constexprs, attrs = fn._pack_args(backend, kwargs, bound, specialization, options)
     kernel = compile(ASTSource(fn, signature, constexprs, attrs), target=target, options=options.__dict__)
     return kernel, _base32(kernel.hash), options, signature, constexprs
@@ -63,7 +79,16 @@ def compile_entries(archs) -> list[dict]:
     from engine.kernels.aot_registry import launches
 
     todo = launches()
-    jobs = [(launch, arch) for arch in archs for launch in todo]
+    # The registry lists table widths, and Triton keys a launch by divisibility classes of them,
+    # so many launches bind to the same specialization: compile each distinct one once (the
+    # others would each pay Triton's key computation and cache lookup again; docs/REPRODUCIBILITY.md).
+    jobs, seen = [], set()
+    for arch in archs:
+        for launch in todo:
+            ident = launch_identity(launch, arch)
+            if ident not in seen:
+                seen.add(ident)
+                jobs.append((launch, arch))
     # Triton compiles in threads itself (its async compile mode); ptxas and the MLIR passes run
     # outside the GIL. Order does not matter: entries are keyed and sorted.
     with ThreadPoolExecutor(max_workers=max(1, min(8, os.cpu_count() or 1))) as pool:
