@@ -1,8 +1,10 @@
-"""Session fixture for the sshd test bed, and the docker skip logic (marker `docker`):
-without a docker daemon those tests skip, unless ASSAY_REQUIRE_DOCKER=1, then they fail."""
+"""Session fixture for the sshd test bed, the docker skip logic (marker `docker`: without a
+docker daemon those tests skip, unless ASSAY_REQUIRE_DOCKER=1, then they fail), and the suite's
+own temporary directory."""
 import importlib.util
 import os
 import sys
+import tempfile
 import uuid
 
 import pytest
@@ -65,6 +67,29 @@ def require_docker() -> None:
 def pytest_runtest_setup(item):
     if item.get_closest_marker("docker") is not None:
         require_docker()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def suite_tmpdir(tmp_path_factory):
+    """TMPDIR (and tempfile's default) for the whole session: a folder under pytest's base temp.
+
+    Some tests kill what they start on purpose (an installer at activation, Prefect workers),
+    and a killed process leaves its scratch folders behind. Under pytest's base temp they go
+    with it (pytest keeps the last three runs) instead of piling up in the machine's /tmp."""
+    path = tmp_path_factory.mktemp("tmp", numbered=False)
+    saved = {k: os.environ.get(k) for k in ("TMPDIR", "TEMP", "TMP")}
+    for k in saved:
+        os.environ[k] = str(path)
+    tempfile.tempdir = None            # gettempdir() caches its answer: look again
+    try:
+        yield path
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        tempfile.tempdir = None
 
 
 @pytest.fixture(scope="session")
