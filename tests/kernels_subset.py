@@ -1,6 +1,6 @@
 """A cut-down kernels step for the tests' engine sources: the engine's own aot_build over the
 registry's first launches only (the fused RoPE + KV write, the KV write and the decode kernels of
-one shape). All 168 sm_90 entries take over a minute a build on the test machine and the suite
+one shape). The whole registry (48 sm_90 entries) takes several seconds a build here and the suite
 builds dozens of times; what the pipeline does with the artifact (reproduce, bisect, list in the
 SBOM, sign, publish, install, verify) and what the cache manager does with an entry do not depend
 on how many entries it holds. tests/builders/test_engine_build.py builds the whole registry, twice,

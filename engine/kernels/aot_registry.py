@@ -5,8 +5,9 @@ Nothing here restates a kernel's signature: each entry calls the real launch wra
 GPU, and the launch is caught before it runs (`captured_launches`). The wrapper's own choices
 (block sizes, num_warps, DecodeConfig) are therefore what gets compiled: a retuned kernel
 changes the artifact and nothing in the pipeline. Triton's key also covers each int argument's
-divisibility by 16 and each pointer's alignment, so the table widths below cover the classes a
-block table's width falls in; a specialization not listed is simply compiled just in time.
+divisibility by 16 (and whether it is 1) and each pointer's alignment; the decode kernels take
+the strides that follow a block table's width unspecialized (triton_decode), so one width gives
+every key a width can. A specialization not listed is simply compiled just in time.
 """
 from __future__ import annotations
 
@@ -23,13 +24,12 @@ PAGE = 16                          # engine.runtime.llm.LLM's default block_size
 DTYPES = ((torch.float32, torch.float32), (torch.float32, torch.int8),
           (torch.bfloat16, torch.bfloat16), (torch.bfloat16, torch.int8))
 # Block-table widths: the CUDA graphs' width is max_context / PAGE (128 at 2048 positions, 512 at
-# 8192); eager decode uses the batch's widest table, any width. Triton's key sees the table's
-# stride and the split buffers' strides (splits x heads), whose divisibility by 16 follows the
-# width, the split size and the head count. These are the fewest widths, taken in increasing
-# order, that give every key a width of 1..512 gives for the shapes and dtypes above (the KV's
-# split sizes: 16 blocks for float, 32 for int8); tests/engine/test_aot_registry_coverage.py
-# checks every width against them.
-TABLE_WIDTHS = (1, 2, 16, 17, 32, 33, 48, 49, 64, 97, 112, 241, 256, 481, 496)
+# 8192); eager decode uses the batch's widest table, any width. The strides a width moves (the
+# table's row stride, the split LSE buffer's strides) are declared do_not_specialize in
+# triton_decode, so every width binds to the same key and one width lists them all;
+# tests/engine/test_aot_registry_coverage.py checks every width of 1..512 against the registry.
+# (Specialized, they took 15 widths and 168 sm_90 keys; docs/REPRODUCIBILITY.md.)
+TABLE_WIDTHS = (1,)
 
 
 @dataclass(frozen=True)

@@ -215,16 +215,23 @@ def paged_prefill_attention_ref(q, k_cache, v_cache, k_scale, v_scale, block_tab
 def _prefill_cpu(q, k_cache, v_cache, k_scale, v_scale, blocks, start_pos: int, sm_scale: float):
     """paged_prefill_attention_ref on the CPU, where torch's fused (flash) attention kernel runs
     only on 4-D inputs and is fastest without a mask: a chunk that starts the sequence is plain
-    causal attention (the kernel then skips the masked half); a later chunk passes its mask."""
+    causal attention (the kernel then skips the masked half). A later chunk longer than its
+    cached prefix is the same call with q zero-padded over the prefix: the kernel computes each
+    row alone, so the chunk's rows come out bit for bit as under the mask, and the padded rows
+    cost less than a mask's full score matrix (total^2 / 2 against chunk x total). A chunk no
+    longer than its prefix passes its mask."""
     chunk, hq, d = q.shape
     hkv = k_cache.shape[2]
     g, total = hq // hkv, start_pos + chunk
     k = _span(k_cache, k_scale, blocks, total).transpose(0, 1)[None]    # [1, Hkv, total, D]
     v = _span(v_cache, v_scale, blocks, total).transpose(0, 1)[None]
-    if start_pos == 0:
-        out = F.scaled_dot_product_attention(q.float().transpose(0, 1)[None], k, v, is_causal=True,
+    if start_pos < chunk:
+        qf = q.float()
+        if start_pos:
+            qf = torch.cat([qf.new_zeros(start_pos, hq, d), qf])
+        out = F.scaled_dot_product_attention(qf.transpose(0, 1)[None], k, v, is_causal=True,
                                              scale=sm_scale, enable_gqa=g > 1)
-        return out[0].transpose(0, 1).to(q.dtype)
+        return out[0, :, start_pos:].transpose(0, 1).to(q.dtype)
     qf = q.float().view(chunk, hkv, g, d).permute(1, 2, 0, 3).reshape(1, hkv, g * chunk, d)
     pos = start_pos + torch.arange(chunk).repeat(g)                      # row r -> r % chunk
     mask = torch.arange(total)[None, :] <= pos[:, None]

@@ -56,7 +56,12 @@ DEFAULT_CONFIGS = {
 }
 
 
-@triton.jit
+# The strides that follow the block table's width (its row stride; the LSE buffer's, splits x
+# heads) are not specialized: Triton would key each on divisibility by 16 and on equality to 1,
+# which multiplied the AOT registry's entries by the widths' classes (aot_registry). They only
+# address the block-table gathers and the split LSEs; the KV loads' offsets are
+# constexpr-shaped and keep their vectorized form.
+@triton.jit(do_not_specialize=["stride_btb", "stride_lb", "stride_lh"])
 def _decode_split_kernel(
         q_ptr, kc_ptr, vc_ptr, ks_ptr, vs_ptr, bt_ptr, sl_ptr, po_ptr, plse_ptr,
         stride_qb, stride_qh, stride_btb, stride_pb, stride_ph, stride_ps, stride_lb, stride_lh,
@@ -141,7 +146,7 @@ def _merge_chunk(po_ptr, lse_row, base, stride_ps, c, num_splits, d, dmask,
     return lse, o
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["stride_lb", "stride_lh"])   # as _decode_split_kernel's
 def _decode_merge_kernel(po_ptr, plse_ptr, sl_ptr, out_ptr,
                          stride_pb, stride_ph, stride_ps, stride_lb, stride_lh, stride_ob, stride_oh,
                          HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr, SPLIT: tl.constexpr,
