@@ -1,5 +1,6 @@
 """preflight: host facts, free disk at least the lane's floor, GPU facts and power limits read
-only, the lease held by this window, and nothing of this lane already running."""
+only, the lease held by this window, nothing of this lane already running, and the packages the
+lane needs already installed beside the host's interpreter (gates/lane_deps.py)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import hashlib
 import json
 import posixpath
 
+from gates import lane_deps
 from gates.phases import PhaseFailed
 from hosts import audit
 
@@ -39,4 +41,14 @@ def run(rt) -> dict:
         raise PhaseFailed("this window does not hold the host's lease", out)
     if seen["processes"] or seen["listening"]:
         raise PhaseFailed("something of this lane is already running on the host", out)
+    try:
+        needs = lane_deps.needed(rt.wheel, rt.spec.chain)
+    except lane_deps.WheelMetadataError as error:
+        raise PhaseFailed(str(error), out) from None
+    lacking = lane_deps.missing_on_host(rt.host, rt.base_python, needs)
+    out["host_packages"] = {"checked": sum(len(v) for v in needs.values()), "missing": lacking}
+    if lacking:
+        # The host, not the candidate, falls short: the lane cannot judge it, so inconclusive.
+        said = "; ".join(f"{who}: {', '.join(reqs)}" for who, reqs in lacking.items())
+        raise PhaseFailed(f"the lane host's python lacks what the lane needs ({said})", out, status="inconclusive")
     return out

@@ -1,0 +1,91 @@
+"""What a lane host's interpreter must already hold: the engine wheel installs with `--no-deps`
+into a venv that reuses that interpreter's packages (gates/install.py), and some phases' probes
+import a package of their own there. preflight checks them before any phase starts an engine, so
+a host that lacks one is named at once, not after minutes of phases.
+
+Checked by distribution metadata on the host (importlib.metadata, and the requirement's version
+range where `packaging` is there to read it), never by importing: importing torch alone costs
+seconds, and preflight reads facts only."""
+
+from __future__ import annotations
+
+import json
+import zipfile
+from email.parser import HeaderParser
+from pathlib import Path
+
+# Phases whose probes import a package beyond the engine's own dependencies.
+PROBE_NEEDS: dict[str, tuple[str, ...]] = {
+    "client-turn": ("openai",),      # the official client, as a user's application drives the engine
+}
+# Phases that start no engine: a chain of only these needs none of the engine's dependencies.
+NO_ENGINE = frozenset({"preflight", "install", "restore"})
+
+_CHECK = r"""
+import json, re, sys
+from importlib import metadata
+try:
+    from packaging.requirements import Requirement
+except ImportError:
+    try:
+        from pip._vendor.packaging.requirements import Requirement
+    except ImportError:
+        Requirement = None
+missing = []
+for line in json.loads(sys.argv[1]):
+    if Requirement is None:
+        name, spec, marker = re.match(r"[A-Za-z0-9._-]+", line).group(0), None, None
+    else:
+        req = Requirement(line)
+        name, spec, marker = req.name, req.specifier, req.marker
+    if marker is not None and not marker.evaluate({"extra": ""}):
+        continue
+    try:
+        version = metadata.version(name)
+    except metadata.PackageNotFoundError:
+        missing.append(line + " (not installed)")
+        continue
+    if spec and not spec.contains(version, prereleases=True):
+        missing.append(line + " (has " + version + ")")
+print(json.dumps(missing))
+"""
+
+
+class WheelMetadataError(ValueError):
+    """The wheel's METADATA could not be read; names the wheel and why."""
+
+
+def wheel_requirements(wheel: Path) -> list[str]:
+    """The Requires-Dist lines of WHEEL's METADATA, in order."""
+    try:
+        with zipfile.ZipFile(wheel) as zf:
+            names = [n for n in zf.namelist() if n.count("/") == 1 and n.endswith(".dist-info/METADATA")]
+            if len(names) != 1:
+                raise WheelMetadataError(f"{Path(wheel).name}: expected one *.dist-info/METADATA, found {len(names)}")
+            text = zf.read(names[0]).decode("utf-8")
+    except (OSError, zipfile.BadZipFile, UnicodeDecodeError) as error:
+        raise WheelMetadataError(f"{Path(wheel).name}: cannot read its METADATA: {error}") from None
+    return list(HeaderParser().parsestr(text).get_all("Requires-Dist") or [])
+
+
+def needed(wheel: Path, chain) -> dict[str, list[str]]:
+    """{who needs it: [requirement, ...]} for a lane running CHAIN with WHEEL."""
+    out: dict[str, list[str]] = {}
+    if any(phase not in NO_ENGINE for phase in chain):
+        out["engine wheel"] = wheel_requirements(wheel)
+    for phase in chain:
+        if PROBE_NEEDS.get(phase):
+            out[phase] = list(PROBE_NEEDS[phase])
+    return out
+
+
+def missing_on_host(host, python: str, requirements: dict[str, list[str]]) -> dict[str, list[str]]:
+    """The requirements PYTHON on HOST does not satisfy, by who needs them (empty when all are met)."""
+    out = {}
+    for who, reqs in requirements.items():
+        if not reqs:
+            continue
+        lacking = json.loads(host.run([python, "-c", _CHECK, json.dumps(reqs)], timeout=120).check().stdout)
+        if lacking:
+            out[who] = lacking
+    return out
