@@ -3,9 +3,11 @@ into a venv that reuses that interpreter's packages (gates/install.py), and some
 import a package of their own there. preflight checks them before any phase starts an engine, so
 a host that lacks one is named at once, not after minutes of phases.
 
-Checked by distribution metadata on the host (importlib.metadata, and the requirement's version
-range where `packaging` is there to read it), never by importing: importing torch alone costs
-seconds, and preflight reads facts only."""
+Checked by distribution metadata on the host (importlib.metadata), never by importing: importing
+torch alone costs seconds, and preflight reads facts only. Each requirement's own requirements are
+followed too (a fastapi whose telemetry dependency is missing fails at import just the same), with
+their version ranges, where `packaging` (or pip's copy of it) is there to read them; without it,
+only the top-level names are checked."""
 
 from __future__ import annotations
 
@@ -31,22 +33,33 @@ except ImportError:
         from pip._vendor.packaging.requirements import Requirement
     except ImportError:
         Requirement = None
-missing = []
-for line in json.loads(sys.argv[1]):
+missing, seen = [], set()
+todo = [(line, "") for line in json.loads(sys.argv[1])]
+while todo:
+    line, via = todo.pop(0)
     if Requirement is None:
-        name, spec, marker = re.match(r"[A-Za-z0-9._-]+", line).group(0), None, None
+        name, spec, marker, extras = re.match(r"[A-Za-z0-9._-]+", line).group(0), None, None, ()
     else:
         req = Requirement(line)
-        name, spec, marker = req.name, req.specifier, req.marker
+        name, spec, marker, extras = req.name, req.specifier, req.marker, tuple(sorted(req.extras))
     if marker is not None and not marker.evaluate({"extra": ""}):
         continue
     try:
         version = metadata.version(name)
     except metadata.PackageNotFoundError:
-        missing.append(line + " (not installed)")
+        missing.append(via + line + " (not installed)")
         continue
     if spec and not spec.contains(version, prereleases=True):
-        missing.append(line + " (has " + version + ")")
+        missing.append(via + line + " (has " + version + ")")
+        continue
+    key = (re.sub(r"[-_.]+", "-", name).lower(), extras)
+    if Requirement is None or key in seen:
+        continue
+    seen.add(key)
+    for sub in metadata.requires(name) or []:
+        r = Requirement(sub)
+        if r.marker is None or any(r.marker.evaluate({"extra": e}) for e in ("",) + extras):
+            todo.append((str(r).split(";")[0].strip(), via + name + " -> "))
 print(json.dumps(missing))
 """
 

@@ -4,8 +4,10 @@ drives the official openai client). Checked on this machine's interpreter, for r
 
 from __future__ import annotations
 
+import subprocess
 import sys
 import zipfile
+from pathlib import Path
 
 import numpy
 import pytest
@@ -36,6 +38,26 @@ def test_the_host_check_names_each_unmet_requirement_and_why():
             "client-turn": ["openai"]}
     missing = lane_deps.missing_on_host(LocalHost(), sys.executable, reqs)
     assert missing == {"engine wheel": ["assay-no-such-dist>=1 (not installed)", f"numpy>=999 (has {numpy.__version__})"]}
+
+
+def test_the_check_follows_each_requirement_s_own_requirements(tmp_path):
+    # An interpreter that sees this machine's packages plus one installed distribution whose own
+    # requirements are unmet: as a fastapi whose telemetry dependency is missing fails at import.
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", "--system-site-packages", str(venv)], check=True)
+    python = venv / "bin" / "python"
+    purelib = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                             check=True, capture_output=True, text=True).stdout.strip()
+    info = Path(purelib) / "assay_fake_dep-1.0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: assay-fake-dep\nVersion: 1.0\n"
+                                   "Requires-Dist: assay-no-such-dist>=2\nRequires-Dist: numpy>=999\n"
+                                   "Requires-Dist: numpy>=1\nRequires-Dist: assay-extra-only; extra == \"x\"\n")
+    missing = lane_deps.missing_on_host(LocalHost(), str(python), {"engine wheel": ["assay-fake-dep>=1"]})
+    assert missing == {"engine wheel": ["assay-fake-dep -> assay-no-such-dist>=2 (not installed)",
+                                        f"assay-fake-dep -> numpy>=999 (has {numpy.__version__})"]}
+    with_extra = lane_deps.missing_on_host(LocalHost(), str(python), {"w": ["assay-fake-dep[x]"]})
+    assert "assay-fake-dep -> assay-extra-only (not installed)" in with_extra["w"]
 
 
 def test_an_unreadable_wheel_is_named(tmp_path):
