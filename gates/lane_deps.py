@@ -5,9 +5,11 @@ a host that lacks one is named at once, not after minutes of phases.
 
 Checked by distribution metadata on the host (importlib.metadata), never by importing: importing
 torch alone costs seconds, and preflight reads facts only. Each requirement's own requirements are
-followed too (a fastapi whose telemetry dependency is missing fails at import just the same), with
-their version ranges, where `packaging` (or pip's copy of it) is there to read them; without it,
-only the top-level names are checked."""
+followed too, with their version ranges, where `packaging` (or pip's copy of it) is there to read
+them; without it, only the top-level names are checked. An unmet top-level requirement stops the
+lane; an unmet one further down is reported only: a GPU host's image often declares pins it does
+not keep (what `pip check` lists) and runs well, while a missing one (a fastapi without its
+telemetry package) fails at import, so the report says where to look when an engine then does."""
 
 from __future__ import annotations
 
@@ -92,13 +94,16 @@ def needed(wheel: Path, chain) -> dict[str, list[str]]:
     return out
 
 
-def missing_on_host(host, python: str, requirements: dict[str, list[str]]) -> dict[str, list[str]]:
-    """The requirements PYTHON on HOST does not satisfy, by who needs them (empty when all are met)."""
-    out = {}
+def missing_on_host(host, python: str, requirements: dict[str, list[str]]) -> tuple[dict, dict]:
+    """What PYTHON on HOST does not satisfy, by who needs it: (the requirements themselves, their
+    own requirements as "dist -> requirement (why)"); both empty when all are met."""
+    direct, below = {}, {}
     for who, reqs in requirements.items():
         if not reqs:
             continue
         lacking = json.loads(host.run([python, "-c", _CHECK, json.dumps(reqs)], timeout=120).check().stdout)
-        if lacking:
-            out[who] = lacking
-    return out
+        if [x for x in lacking if " -> " not in x]:
+            direct[who] = [x for x in lacking if " -> " not in x]
+        if [x for x in lacking if " -> " in x]:
+            below[who] = [x for x in lacking if " -> " in x]
+    return direct, below

@@ -45,8 +45,9 @@ def run(rt) -> dict:
         needs = lane_deps.needed(rt.wheel, rt.spec.chain)
     except lane_deps.WheelMetadataError as error:
         raise PhaseFailed(str(error), out) from None
-    lacking = lane_deps.missing_on_host(rt.host, rt.base_python, needs)
-    out["host_packages"] = {"checked": sum(len(v) for v in needs.values()), "missing": lacking}
+    lacking, below = lane_deps.missing_on_host(rt.host, rt.base_python, needs)
+    out["host_packages"] = {"checked": sum(len(v) for v in needs.values()), "missing": lacking,
+                            "unmet_below": below}
     if lacking:
         # The host, not the candidate, falls short: the lane cannot judge it, so inconclusive.
         said = "; ".join(f"{who}: {', '.join(reqs)}" for who, reqs in lacking.items())

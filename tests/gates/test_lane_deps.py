@@ -36,8 +36,9 @@ def test_what_a_chain_needs_follows_its_phases(engine_wheel):
 def test_the_host_check_names_each_unmet_requirement_and_why():
     reqs = {"engine wheel": ["numpy>=1", "assay-no-such-dist>=1", "numpy>=999", "nothing-here; python_version < '3'"],
             "client-turn": ["openai"]}
-    missing = lane_deps.missing_on_host(LocalHost(), sys.executable, reqs)
+    missing, below = lane_deps.missing_on_host(LocalHost(), sys.executable, reqs)
     assert missing == {"engine wheel": ["assay-no-such-dist>=1 (not installed)", f"numpy>=999 (has {numpy.__version__})"]}
+    assert below == {}
 
 
 def test_the_check_follows_each_requirement_s_own_requirements(tmp_path):
@@ -53,10 +54,11 @@ def test_the_check_follows_each_requirement_s_own_requirements(tmp_path):
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: assay-fake-dep\nVersion: 1.0\n"
                                    "Requires-Dist: assay-no-such-dist>=2\nRequires-Dist: numpy>=999\n"
                                    "Requires-Dist: numpy>=1\nRequires-Dist: assay-extra-only; extra == \"x\"\n")
-    missing = lane_deps.missing_on_host(LocalHost(), str(python), {"engine wheel": ["assay-fake-dep>=1"]})
-    assert missing == {"engine wheel": ["assay-fake-dep -> assay-no-such-dist>=2 (not installed)",
-                                        f"assay-fake-dep -> numpy>=999 (has {numpy.__version__})"]}
-    with_extra = lane_deps.missing_on_host(LocalHost(), str(python), {"w": ["assay-fake-dep[x]"]})
+    missing, below = lane_deps.missing_on_host(LocalHost(), str(python), {"engine wheel": ["assay-fake-dep>=1"]})
+    assert missing == {}      # the requirement itself is met; what it requires is reported, not blocking
+    assert below == {"engine wheel": ["assay-fake-dep -> assay-no-such-dist>=2 (not installed)",
+                                      f"assay-fake-dep -> numpy>=999 (has {numpy.__version__})"]}
+    _, with_extra = lane_deps.missing_on_host(LocalHost(), str(python), {"w": ["assay-fake-dep[x]"]})
     assert "assay-fake-dep -> assay-extra-only (not installed)" in with_extra["w"]
 
 
@@ -84,5 +86,6 @@ def test_a_host_lacking_a_requirement_stops_the_lane_in_preflight(tmp_path, engi
     assert pre.status == "inconclusive"
     assert "assay-no-such-dist>=1 (not installed)" in pre.facts["reason"]
     assert pre.facts["host_packages"]["missing"] == {"engine wheel": ["assay-no-such-dist>=1 (not installed)"]}
+    assert pre.facts["host_packages"]["unmet_below"] == {}
     assert outcomes["install"].status == "skipped" and outcomes["restore"].status == "pass"
     assert result.verdict == "inconclusive"
