@@ -40,7 +40,7 @@ _TYPES: dict[str, dict[str, tuple]] = {
     "abba": {"min_ratio": (float, 0.0, None), "floor": (float, 0.0, None), "max_leg_spread": (float, 0.0, None),
              "cases": (list, None, None), "repeats": (int, 1, 20)},
     "noninferiority": {"cases": (int, 1, 140), "variants": (int, 1, 8), "seed": (int, 0, None),
-                       "resamples": (int, 100, None), "confidence": (float, 0.5, 0.9999),
+                       "resamples": (int, 100, 1_000_000), "confidence": (float, 0.5, 0.9999),
                        "max_error_rate": (float, 0.0, 1.0), "min_perturbed_cases": (int, 0, None),
                        "max_tokens": (int, 1, 4096), "concurrency": (int, 1, 64)},
     "determinism": {"prompts": (int, 1, 140), "max_tokens": (int, 1, 4096)},

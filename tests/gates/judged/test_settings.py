@@ -19,6 +19,7 @@ def test_sizes_and_overrides():
     ({"abba": {"min_ratio": "high"}}, "gates.abba.min_ratio"),
     ({"noninferiority": {"cases": 141}}, "gates.noninferiority.cases"),
     ({"determinism": {"prompts": 2.5}}, "gates.determinism.prompts"),
+    ({"noninferiority": {"resamples": 2**60}}, "gates.noninferiority.resamples"),
     ({"speed": {}}, "gates.speed"),
 ])
 def test_bad_settings_name_the_key(gates, where):

@@ -109,3 +109,13 @@ def test_any_value_anywhere_is_judged_or_bad_input(capsys, where, value, as_json
         assert out == "" and err.startswith("bad input: ")
     else:
         assert "verdict" in out
+
+
+@pytest.mark.parametrize("resamples", [2**60, 1_000_001])
+def test_a_resample_count_past_the_cap_is_bad_input(tmp_path, resamples):
+    # Found by the search above: 2**60 resamples reached numpy's allocator and ended in a traceback.
+    path = tmp_path / "ni.json"
+    path.write_text(json.dumps({**VALID["noninferiority"], "resamples": resamples}))
+    out = cli("noninferiority", path)
+    assert (out.returncode, out.stdout) == (3, "")
+    assert "Traceback" not in out.stderr and "resamples" in out.stderr and "1000000" in out.stderr, out.stderr
