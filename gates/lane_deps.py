@@ -71,7 +71,8 @@ class WheelMetadataError(ValueError):
 
 
 def wheel_requirements(wheel: Path) -> list[str]:
-    """The Requires-Dist lines of WHEEL's METADATA, in order."""
+    """The Requires-Dist lines of WHEEL's METADATA, in order. (builders.wheel_meta reads the same
+    for the SBOMs, but gates may not import builders: shared ARCHITECTURE.md.)"""
     try:
         with zipfile.ZipFile(wheel) as zf:
             names = [n for n in zf.namelist() if n.count("/") == 1 and n.endswith(".dist-info/METADATA")]
@@ -101,9 +102,6 @@ def missing_on_host(host, python: str, requirements: dict[str, list[str]]) -> tu
     for who, reqs in requirements.items():
         if not reqs:
             continue
-        lacking = json.loads(host.run([python, "-c", _CHECK, json.dumps(reqs)], timeout=120).check().stdout)
-        if [x for x in lacking if " -> " not in x]:
-            direct[who] = [x for x in lacking if " -> " not in x]
-        if [x for x in lacking if " -> " in x]:
-            below[who] = [x for x in lacking if " -> " in x]
+        for line in json.loads(host.run([python, "-c", _CHECK, json.dumps(reqs)], timeout=120).check().stdout):
+            (below if " -> " in line else direct).setdefault(who, []).append(line)
     return direct, below
