@@ -20,6 +20,7 @@ import torch
 import triton
 import triton.testing
 
+from engine.kernels.cache_layout import empty_cache
 from engine.kernels.reference import paged_decode_attention_ref
 from engine.kernels.triton_decode import DEFAULT_CONFIGS, DecodeConfig, paged_decode_attention_triton
 
@@ -45,7 +46,7 @@ def make_case(batch: int, ctx: int, int8: bool, gen: torch.Generator):
     shape = (num_blocks, PAGE, HKV, D)
     if int8:
         kc = torch.randint(-127, 128, shape, dtype=torch.int8, device="cuda")
-        vc = torch.randint(-127, 128, shape, dtype=torch.int8, device="cuda")
+        vc = empty_cache(shape, torch.int8, "cuda", v=True).random_(-127, 128)   # the pool's layout
         ks = torch.rand(shape[:3], device="cuda") / 64
         vs = torch.rand(shape[:3], device="cuda") / 64
     else:

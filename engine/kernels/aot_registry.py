@@ -17,6 +17,8 @@ from typing import Iterator
 
 import torch
 
+from engine.kernels.cache_layout import empty_cache
+
 ARCHS = (80, 86, 89, 90)           # compute capabilities: sm_80, sm_86, sm_89, sm_90
 PAGE = 16                          # engine.runtime.llm.LLM's default block_size
 # (compute dtype, KV cache dtype): dtype "auto" is the checkpoint's own (float32 for the tiny and
@@ -96,7 +98,8 @@ def launches() -> list[Launch]:
 def _cache(kvh: int, d: int, kv_dtype: torch.dtype):
     """One layer's slice of engine.runtime.kv_pool.KVPool's tensors (4 blocks + the scratch block)."""
     shape = (2, 5, PAGE, kvh, d)
-    k, v = torch.zeros(shape, dtype=kv_dtype)[1], torch.zeros(shape, dtype=kv_dtype)[1]
+    k = empty_cache(shape, kv_dtype, "cpu", v=False)[1]
+    v = empty_cache(shape, kv_dtype, "cpu", v=True)[1]      # int8: page-transposed, as the pool's
     if kv_dtype != torch.int8:
         return k, v, None, None
     return k, v, torch.zeros(shape[:-1], dtype=torch.float32)[1], torch.zeros(shape[:-1], dtype=torch.float32)[1]

@@ -9,6 +9,7 @@ import operator
 
 import torch
 
+from engine.kernels import cache_layout
 from engine.kernels.errors import KernelInputError
 
 COMPUTE_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
@@ -42,9 +43,13 @@ def check_cache(op: str, k_cache, v_cache, k_scale, v_scale, device: torch.devic
     """Validate the paged KV cache; returns (num_blocks, block_size, num_kv_heads, head_dim, is_int8)."""
     expect(op, "k_cache", k_cache, ndim=4, dtypes=COMPUTE_DTYPES + (torch.int8,), device=device)
     expect(op, "v_cache", v_cache, shape=tuple(k_cache.shape), dtypes=(k_cache.dtype,), device=device)
-    for name, c in (("k_cache", k_cache), ("v_cache", v_cache)):
-        if not c.is_contiguous():
-            raise KernelInputError(op, name, "the paged cache must be contiguous")
+    if not cache_layout.has_layout(k_cache, v=False):
+        raise KernelInputError(op, "k_cache", "the paged cache must be contiguous")
+    if not cache_layout.has_layout(v_cache, v=True):
+        want = ("page-transposed (engine.kernels.cache_layout.empty_cache)"
+                if cache_layout.page_transposed(v_cache.dtype) else "contiguous")
+        raise KernelInputError(op, "v_cache", f"a {v_cache.dtype} V cache must be {want}, "
+                                              f"got strides {tuple(v_cache.stride())}")
     nb, bs, hkv, d = k_cache.shape
     is_int8 = k_cache.dtype == torch.int8
     if is_int8:

@@ -24,7 +24,7 @@ from engine.kernels.errors import KernelBackendUnavailable
 ENV_BACKEND = "ENGINE_KERNELS"
 BACKENDS = ("torch", "triton")
 # Every file whose bytes decide what the ops compute; kernel_build_id hashes them in order.
-KERNEL_SOURCES = ("checks.py", "decode_plan.py", "errors.py", "ops.py", "reference.py",
+KERNEL_SOURCES = ("cache_layout.py", "checks.py", "decode_plan.py", "errors.py", "ops.py", "reference.py",
                   "triton_decode.py", "triton_kv_write.py")
 
 

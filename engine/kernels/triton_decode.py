@@ -50,6 +50,7 @@ class DecodeConfig:
 # int8: the best of engine.benchmarks.kernels --int8-candidates (int8 / bf16 time at 32K, batch 1 and 8,
 # plus a quarter of it at 1K). Its split is twice bf16's: at batch 1 the time follows the number
 # of splits more than the bytes, and int8 moves half the bytes a token. Still a fixed token count.
+# Re-timed against nine others with int8 scores and page-transposed V (2026-12-02): still the best.
 DEFAULT_CONFIGS = {
     False: DecodeConfig(block_n=128, num_warps=4, num_stages=3, split_tokens=256),
     True: DecodeConfig(block_n=128, num_warps=4, num_stages=2, split_tokens=512, early_v=True),
@@ -89,6 +90,16 @@ def _decode_split_kernel(
     q = tl.load(q_ptr + b * stride_qb + heads[:, None] * stride_qh + d[None, :], mask=qmask, other=0.0)
     if DOT_F32:
         q = q.to(tl.float32)
+    if IS_INT8:
+        # The scores as int8 tensor-core products against K as stored: q ~ s * (254 q_hi + q_lo)
+        # with s = max|q| / (127 * 254) per head, two int8 halves summed exactly in int32, so
+        # no K element is converted (docs/perf/kernels.md). |q - s (254 q_hi + q_lo)| <= s / 2.
+        qf = q.to(tl.float32)
+        q_step = tl.maximum(tl.max(tl.abs(qf), axis=1), 1e-30) / 127.0
+        q_hi_f = tl.floor(qf / q_step[:, None] + 0.5)
+        q_hi = q_hi_f.to(tl.int8)
+        q_lo = tl.floor((qf - q_hi_f * q_step[:, None]) * (254.0 / q_step[:, None]) + 0.5).to(tl.int8)
+        q_scale = q_step * (qk_scale / 254.0)
 
     m_i = tl.full([G_PAD], float("-inf"), tl.float32)
     l_i = tl.zeros([G_PAD], tl.float32)
@@ -108,22 +119,46 @@ def _decode_split_kernel(
             kvmask = tmask[:, None] & (d[None, :] < HEAD_DIM)
         kv_off = head_row[:, None] * HEAD_DIM + d[None, :]
         k = tl.load(kc_ptr + kv_off, mask=kvmask, other=0)
-        if EARLY_V:
-            v = tl.load(vc_ptr + kv_off, mask=kvmask, other=0)
-        qk = tl.dot(q, tl.trans(k.to(q.dtype)), input_precision="ieee" if DOT_F32 else "tf32")
         if IS_INT8:
+            # V is page-transposed (cache_layout): gathered page by page as [pages, dim, token],
+            # each page's tokens contiguous, with a mask constant along them so the loads stay
+            # vectorised. Tokens past `end` in a valid page are read and get p = 0 exactly.
+            pg = (start + n0) // PAGE + tl.arange(0, BLOCK_N // PAGE)
+            pvalid = pg * PAGE < end
+            pblk = tl.load(bt_row + pg, mask=pvalid, other=0).to(tl.int64)
+            v_off = ((pblk * num_kv_heads + kvh) * (HEAD_DIM * PAGE))[:, None, None] + \
+                (d * PAGE)[None, :, None] + tl.arange(0, PAGE)[None, None, :]
+            if HEAD_DIM == BLOCK_D:
+                v_mask = pvalid[:, None, None]
+            else:
+                v_mask = pvalid[:, None, None] & (d < HEAD_DIM)[None, :, None]
+        if EARLY_V:
+            if IS_INT8:
+                v = tl.load(vc_ptr + v_off, mask=v_mask, other=0)
+            else:
+                v = tl.load(vc_ptr + kv_off, mask=kvmask, other=0)
+        if IS_INT8:
+            kt = tl.trans(k)
+            qk_i = tl.dot(q_hi, kt, out_dtype=tl.int32) * 254
+            qk_i = tl.dot(q_lo, kt, acc=qk_i, out_dtype=tl.int32)
             k_s = tl.load(ks_ptr + head_row, mask=tmask, other=0.0)
-            qk = qk * k_s[None, :]
-        qk = tl.where(tmask[None, :], qk * qk_scale, float("-inf"))
+            qk = qk_i.to(tl.float32) * q_scale[:, None] * k_s[None, :]
+        else:
+            qk = tl.dot(q, tl.trans(k.to(q.dtype)), input_precision="ieee" if DOT_F32 else "tf32") * qk_scale
+        qk = tl.where(tmask[None, :], qk, float("-inf"))
         m_new = tl.maximum(m_i, tl.max(qk, axis=1))
         alpha = tl.math.exp2(m_i - m_new)
         p = tl.math.exp2(qk - m_new[:, None])
         l_i = l_i * alpha + tl.sum(p, axis=1)
         if not EARLY_V:
-            v = tl.load(vc_ptr + kv_off, mask=kvmask, other=0)
+            if IS_INT8:
+                v = tl.load(vc_ptr + v_off, mask=v_mask, other=0)
+            else:
+                v = tl.load(vc_ptr + kv_off, mask=kvmask, other=0)
         if IS_INT8:
             v_s = tl.load(vs_ptr + head_row, mask=tmask, other=0.0)
             p = p * v_s[None, :]
+            v = tl.trans(tl.reshape(tl.permute(v, (1, 0, 2)), (BLOCK_D, BLOCK_N)))   # [token, dim]
         acc = acc * alpha[:, None] + tl.dot(p.to(q.dtype), v.to(q.dtype),
                                             input_precision="ieee" if DOT_F32 else "tf32")
         m_i = m_new
@@ -209,8 +244,12 @@ def paged_decode_attention_triton(q, k_cache, v_cache, k_scale, v_scale, block_t
         raise checks.KernelInputError("paged_decode_attention", "q", "the head_dim axis must be contiguous")
     if block_tables.stride(1) != 1:
         raise checks.KernelInputError("paged_decode_attention", "block_tables", "rows must be contiguous")
+    if is_int8 and (page & (page - 1) or cfg.block_n % page):
+        raise checks.KernelInputError("paged_decode_attention", "k_cache",
+                                      f"an int8 cache's block_size must be a power of two dividing "
+                                      f"{cfg.block_n} (V is read page by page), got {page}")
     g = hq // hkv
-    block_d = max(16, triton.next_power_of_2(d))
+    block_d = max(32 if is_int8 else 16, triton.next_power_of_2(d))   # an int8 dot reduces >= 32
     max_splits = max(1, triton.cdiv(block_tables.shape[1] * page, cfg.split_tokens))
     partial = torch.empty((batch, hq, max_splits, d), dtype=torch.float32, device=q.device)
     lse = torch.empty((batch, hq, max_splits), dtype=torch.float32, device=q.device)

@@ -26,10 +26,17 @@ def _quantize(x):
 
 
 @triton.jit
+def _v_offsets(slot, h, d, sb, st, sh, sd, PAGE: tl.constexpr):
+    """Element offsets [heads, dims] of one slot's V in a cache of strides (sb, st, sh, sd)."""
+    return (slot // PAGE) * sb + (slot % PAGE) * st + h[:, None] * sh + d[None, :] * sd
+
+
+@triton.jit
 def _write_kv_kernel(k_ptr, v_ptr, kc_ptr, vc_ptr, ks_ptr, vs_ptr, slot_ptr,
                      stride_kt, stride_kh, stride_vt, stride_vh,
-                     num_kv_heads, head_dim,
-                     IS_INT8: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_D: tl.constexpr):
+                     num_kv_heads, head_dim, vc_sb, vc_st, vc_sh, vc_sd,
+                     IS_INT8: tl.constexpr, PAGE: tl.constexpr, BLOCK_H: tl.constexpr,
+                     BLOCK_D: tl.constexpr):
     t = tl.program_id(0)
     slot = tl.load(slot_ptr + t)
     if slot < 0:
@@ -39,19 +46,21 @@ def _write_kv_kernel(k_ptr, v_ptr, kc_ptr, vc_ptr, ks_ptr, vs_ptr, slot_ptr,
     mask = (h[:, None] < num_kv_heads) & (d[None, :] < head_dim)
     k = tl.load(k_ptr + t * stride_kt + h[:, None] * stride_kh + d[None, :], mask=mask, other=0.0)
     v = tl.load(v_ptr + t * stride_vt + h[:, None] * stride_vh + d[None, :], mask=mask, other=0.0)
-    # The cache is contiguous: a slot is num_kv_heads * head_dim elements wide.
+    # K is contiguous: a slot is num_kv_heads * head_dim elements wide. V goes by its strides
+    # (block, token, head, dim): int8 V is page-transposed (cache_layout).
     dst = slot * num_kv_heads * head_dim + h[:, None] * head_dim + d[None, :]
+    v_dst = _v_offsets(slot, h, d, vc_sb, vc_st, vc_sh, vc_sd, PAGE)
     if IS_INT8:
         kq, ks = _quantize(k.to(tl.float32))
         vq, vs = _quantize(v.to(tl.float32))
         tl.store(kc_ptr + dst, kq, mask=mask)
-        tl.store(vc_ptr + dst, vq, mask=mask)
+        tl.store(vc_ptr + v_dst, vq, mask=mask)
         hmask = h < num_kv_heads
         tl.store(ks_ptr + slot * num_kv_heads + h, ks, mask=hmask)
         tl.store(vs_ptr + slot * num_kv_heads + h, vs, mask=hmask)
     else:
         tl.store(kc_ptr + dst, k.to(kc_ptr.dtype.element_ty), mask=mask)
-        tl.store(vc_ptr + dst, v.to(vc_ptr.dtype.element_ty), mask=mask)
+        tl.store(vc_ptr + v_dst, v.to(vc_ptr.dtype.element_ty), mask=mask)
 
 
 def write_kv_triton(k, v, k_cache, v_cache, k_scale, v_scale, slot_mapping) -> None:
@@ -71,17 +80,17 @@ def write_kv_triton(k, v, k_cache, v_cache, k_scale, v_scale, slot_mapping) -> N
     block_h, block_d = triton.next_power_of_2(hkv), triton.next_power_of_2(d)
     _write_kv_kernel[(num_tokens,)](
         k, v, k_cache, v_cache, ks, vs, slot_mapping,
-        k.stride(0), k.stride(1), v.stride(0), v.stride(1), hkv, d,
-        IS_INT8=is_int8, BLOCK_H=block_h, BLOCK_D=block_d,
+        k.stride(0), k.stride(1), v.stride(0), v.stride(1), hkv, d, *v_cache.stride(),
+        IS_INT8=is_int8, PAGE=k_cache.shape[1], BLOCK_H=block_h, BLOCK_D=block_d,
         num_warps=4 if block_h * block_d >= 1024 else 1)
 
 
 @triton.jit
 def _rope_write_kv_kernel(qkv_ptr, cos_ptr, sin_ptr, q_ptr, kc_ptr, vc_ptr, ks_ptr, vs_ptr, slot_ptr,
                           stride_t, stride_h, stride_ct, stride_st, stride_qt, stride_qh,
-                          num_heads, num_kv_heads, head_dim,
-                          IS_INT8: tl.constexpr, BLOCK_HQ: tl.constexpr, BLOCK_HK: tl.constexpr,
-                          BLOCK_D: tl.constexpr, HALF: tl.constexpr):
+                          num_heads, num_kv_heads, head_dim, vc_sb, vc_st, vc_sh, vc_sd,
+                          IS_INT8: tl.constexpr, PAGE: tl.constexpr, BLOCK_HQ: tl.constexpr,
+                          BLOCK_HK: tl.constexpr, BLOCK_D: tl.constexpr, HALF: tl.constexpr):
     """One token: rotate its q and k heads (x*cos + rotate_half(x)*sin in float32, rounded
     once to q's dtype, as the compiled elementwise RoPE does), store q, and write k, v."""
     t = tl.program_id(0)
@@ -110,17 +119,18 @@ def _rope_write_kv_kernel(qkv_ptr, cos_ptr, sin_ptr, q_ptr, kc_ptr, vc_ptr, ks_p
     k = (x * c[None, :] + xr * s[None, :]).to(q_ptr.dtype.element_ty)
     v = tl.load(krow + (num_kv_heads + hk[:, None]) * stride_h + d[None, :], mask=kmask, other=0.0)
     dst = slot * num_kv_heads * head_dim + hk[:, None] * head_dim + d[None, :]
+    v_dst = _v_offsets(slot, hk, d, vc_sb, vc_st, vc_sh, vc_sd, PAGE)
     if IS_INT8:
         kq, ksc = _quantize(k.to(tl.float32))
         vq, vsc = _quantize(v.to(tl.float32))
         tl.store(kc_ptr + dst, kq, mask=kmask)
-        tl.store(vc_ptr + dst, vq, mask=kmask)
+        tl.store(vc_ptr + v_dst, vq, mask=kmask)
         hmask = hk < num_kv_heads
         tl.store(ks_ptr + slot * num_kv_heads + hk, ksc, mask=hmask)
         tl.store(vs_ptr + slot * num_kv_heads + hk, vsc, mask=hmask)
     else:
         tl.store(kc_ptr + dst, k.to(kc_ptr.dtype.element_ty), mask=kmask)
-        tl.store(vc_ptr + dst, v.to(vc_ptr.dtype.element_ty), mask=kmask)
+        tl.store(vc_ptr + v_dst, v.to(vc_ptr.dtype.element_ty), mask=kmask)
 
 
 def rope_write_kv_triton(qkv, num_heads, num_kv_heads, cos, sin, k_cache, v_cache, k_scale, v_scale,
@@ -144,8 +154,8 @@ def rope_write_kv_triton(qkv, num_heads, num_kv_heads, cos, sin, k_cache, v_cach
     _rope_write_kv_kernel[(n,)](
         qkv, cos, sin, q, k_cache, v_cache, ks, vs, slot_mapping,
         qkv.stride(0), qkv.stride(1), cos.stride(0), sin.stride(0), q.stride(0), q.stride(1),
-        num_heads, num_kv_heads, d,
-        IS_INT8=is_int8, BLOCK_HQ=triton.next_power_of_2(num_heads),
+        num_heads, num_kv_heads, d, *v_cache.stride(),
+        IS_INT8=is_int8, PAGE=k_cache.shape[1], BLOCK_HQ=triton.next_power_of_2(num_heads),
         BLOCK_HK=triton.next_power_of_2(num_kv_heads), BLOCK_D=triton.next_power_of_2(d), HALF=d // 2,
         num_warps=4)
     return q

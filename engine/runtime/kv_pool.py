@@ -1,7 +1,8 @@
 """The engine's one paged KV pool: per-layer K/V caches in fixed-size blocks.
 
 Layout per layer: [num_blocks + 1, block_size, num_kv_heads, head_dim] in the compute dtype or
-int8 (then float32 scales [num_blocks + 1, block_size, num_kv_heads]). The extra last block is
+int8 (then float32 scales [num_blocks + 1, block_size, num_kv_heads]); an int8 V cache is a view
+of page-transposed storage (engine.kernels.cache_layout). The extra last block is
 scratch: padded rows of a CUDA-graph batch write there, never into a sequence's block.
 """
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import torch
 
 from engine.errors import EngineError
+from engine.kernels import cache_layout
 from engine.model.config import ModelConfig
 
 
@@ -39,8 +41,8 @@ class KVPool:
         self.cfg, self.num_blocks, self.block_size, self.dtype = cfg, num_blocks, block_size, kv_dtype
         self.device = torch.device(device)
         shape = (cfg.num_layers, num_blocks + 1, block_size, cfg.num_kv_heads, cfg.head_dim)
-        self.k = torch.zeros(shape, dtype=kv_dtype, device=self.device)
-        self.v = torch.zeros(shape, dtype=kv_dtype, device=self.device)
+        self.k = cache_layout.empty_cache(shape, kv_dtype, self.device, v=False)
+        self.v = cache_layout.empty_cache(shape, kv_dtype, self.device, v=True)   # int8: page-transposed
         self.quantized = kv_dtype == torch.int8
         if self.quantized:
             self.k_scale = torch.zeros(shape[:-1], dtype=torch.float32, device=self.device)
@@ -57,21 +59,19 @@ class KVPool:
             return None if t is None else t[i]
         return [(self.k[i], self.v[i], s(self.k_scale, i), s(self.v_scale, i)) for i in range(self.cfg.num_layers)]
 
-    def _slots(self, blocks: list[int], n: int) -> torch.Tensor:
+    def _block_offsets(self, blocks: list[int], n: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """(block id, offset in block) of the first n tokens held by a block list."""
         b = torch.tensor(blocks, dtype=torch.int64, device=self.device)
-        slots = (b[:, None] * self.block_size + torch.arange(self.block_size, device=self.device)).reshape(-1)
-        return slots[:n]
+        pos = torch.arange(n, device=self.device)
+        return b[pos // self.block_size], pos % self.block_size
 
     def read_tokens(self, blocks: list[int], n: int) -> dict[str, torch.Tensor]:
         """The first n tokens' KV of a block list, on the CPU: k/v [L, n, Hkv, D] (+ scales)."""
-        slots = self._slots(blocks, n)
-        flat = (self.cfg.num_layers, -1, self.cfg.num_kv_heads)
-        out = {"k": self.k.view(*flat, self.cfg.head_dim)[:, slots].cpu(),
-               "v": self.v.view(*flat, self.cfg.head_dim)[:, slots].cpu()}
-        if self.quantized:
-            out["k_scale"] = self.k_scale.view(*flat)[:, slots].cpu()
-            out["v_scale"] = self.v_scale.view(*flat)[:, slots].cpu()
-        return out
+        blk, off = self._block_offsets(blocks, n)
+        names = ["k", "v"] + (["k_scale", "v_scale"] if self.quantized else [])
+        # Indexed by (block, offset) rather than through a flat view: an int8 V cache is a
+        # strided view of page-transposed storage (engine.kernels.cache_layout).
+        return {name: getattr(self, name)[:, blk, off].cpu() for name in names}
 
     def write_tokens(self, blocks: list[int], tensors: dict[str, torch.Tensor]) -> None:
         n = tensors["k"].shape[1]
@@ -85,8 +85,6 @@ class KVPool:
             if tuple(t.shape) != want or t.dtype != dst.dtype:
                 raise EngineError(f"session tensor {name!r}: {tuple(t.shape)} {t.dtype}, "
                                   f"expected {want} {dst.dtype}")
-        slots = self._slots(blocks, n)
+        blk, off = self._block_offsets(blocks, n)
         for name in names:
-            dst = getattr(self, name)
-            flat = dst.view(self.cfg.num_layers, -1, *dst.shape[3:])
-            flat[:, slots] = tensors[name].to(self.device)
+            getattr(self, name)[:, blk, off] = tensors[name].to(self.device)

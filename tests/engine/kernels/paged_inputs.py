@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import torch
 
+from engine.kernels.cache_layout import empty_cache
 from engine.kernels.reference import write_kv_ref
 
 
@@ -39,7 +40,8 @@ def build(gen, seq_lens, *, num_kv_heads, head_dim, block_size=16, cache_dtype=t
     # Garbage, not zeros, in every slot that no sequence owns: a wrong read changes the result.
     if is_int8:
         k_cache = torch.randint(-127, 128, shape, generator=gen, dtype=torch.int8).to(device)
-        v_cache = torch.randint(-127, 128, shape, generator=gen, dtype=torch.int8).to(device)
+        v_cache = empty_cache(shape, torch.int8, device, v=True)          # page-transposed, as the pool's
+        v_cache.copy_(torch.randint(-127, 128, shape, generator=gen, dtype=torch.int8))
         k_scale = (torch.rand(shape[:3], generator=gen) * 5).to(device)
         v_scale = (torch.rand(shape[:3], generator=gen) * 5).to(device)
     else:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
+from engine.kernels.cache_layout import empty_cache
+from engine.kernels.errors import KernelInputError
 from engine.kernels.reference import quantize_int8, write_kv_ref
 from engine.kernels.triton_kv_write import write_kv_triton
 from tests.engine.kernels.paged_inputs import randn
@@ -17,8 +19,9 @@ def poisoned_cache(dtype, hkv, d, device):
     shape = (NB, BS, hkv, d)
     if dtype == torch.int8:
         c = torch.full(shape, POISON_INT8, dtype=torch.int8, device=device)
+        v = empty_cache(shape, torch.int8, device, v=True).fill_(POISON_INT8)   # page-transposed
         s = torch.full(shape[:3], float("nan"), device=device)
-        return [c, c.clone(), s, s.clone()]
+        return [c, v, s, s.clone()]
     c = torch.full(shape, float("nan"), dtype=dtype, device=device)
     return [c, c.clone(), None, None]
 
@@ -49,7 +52,7 @@ def test_kernel_writes_same_bytes_as_reference(device, gen, cache_dtype, kdtype,
     written = torch.zeros(NB * BS, dtype=torch.bool, device=device)
     written[slots[slots >= 0]] = True
     for c in b[:2]:
-        flat = is_poison(c).view(NB * BS, -1)
+        flat = is_poison(c).reshape(NB * BS, -1)
         assert not flat[written].any() and flat[~written].all()
 
 
@@ -76,3 +79,25 @@ def test_quantize_int8_round_trip(gen):
     assert torch.equal(q[0, 0], torch.zeros_like(q[0, 0]))
     err = (q.float() * s[..., None] - x).abs()
     assert bool((err <= s[..., None] / 2 * (1 + 1e-5)).all())       # within half a step
+
+
+def test_int8_v_is_stored_page_transposed(device, gen):
+    """Each block holds an int8 V as [kv head, dim, token]: one page's tokens are contiguous for
+    each (head, dim), the layout the decode kernel reads V in (engine.kernels.cache_layout)."""
+    hkv, d = 2, 32
+    k, v = randn(gen, 1, hkv, d, device=device), randn(gen, 1, hkv, d, device=device)
+    slot = 3 * BS + 5                                    # block 3, token 5
+    c = poisoned_cache(torch.int8, hkv, d, device)
+    write_kv_triton(k, v, *c, torch.tensor([slot], device=device))
+    vq, _ = quantize_int8(v[0])
+    storage = torch.as_strided(c[1], (NB, hkv, d, BS), (hkv * d * BS, d * BS, BS, 1))
+    assert torch.equal(storage[3, :, :, 5], vq)
+    assert int((storage != POISON_INT8).sum()) == hkv * d
+
+
+def test_int8_v_cache_in_token_major_layout_is_refused(device, gen):
+    k = randn(gen, 1, 2, 32, device=device)
+    kc = torch.zeros(NB, BS, 2, 32, dtype=torch.int8, device=device)
+    s = torch.zeros(NB, BS, 2, device=device)
+    with pytest.raises(KernelInputError, match="v_cache.*page-transposed"):
+        write_kv_triton(k, k, kc, kc.clone(), s, s.clone(), torch.zeros(1, dtype=torch.int64, device=device))

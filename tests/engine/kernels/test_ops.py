@@ -10,6 +10,7 @@ import pytest
 import torch
 
 import engine.kernels.ops as ops
+from engine.kernels.cache_layout import empty_cache
 from engine.kernels.errors import KernelBackendUnavailable
 from engine.kernels.reference import paged_decode_attention_ref
 from engine.kernels.triton_decode import paged_decode_attention_triton
@@ -68,7 +69,7 @@ def test_write_kv_op_on_either_backend(device, gen, monkeypatch):
     caches = []
     for forced in ("triton", "torch"):
         monkeypatch.setenv("ENGINE_KERNELS", forced)
-        c = [torch.zeros(4, 16, 2, 32, dtype=torch.int8, device=device) for _ in range(2)]
+        c = [empty_cache((4, 16, 2, 32), torch.int8, device, v=v) for v in (False, True)]
         s = [torch.zeros(4, 16, 2, device=device) for _ in range(2)]
         ops.write_kv(k, v, c[0], c[1], s[0], s[1], slots)
         caches.append(c + s)

@@ -39,10 +39,10 @@ def test_matches_reference(device, gen, dtype, cache_dtype, hq, hkv, d):
     written = torch.zeros(NB * BS, dtype=torch.bool, device=device)
     written[slots[slots >= 0]] = True
     for c in b[:2]:
-        flat = is_poison(c).view(NB * BS, -1)
+        flat = is_poison(c).reshape(NB * BS, -1)
         assert not flat[written].any() and flat[~written].all()
     qtol = tol if cache_dtype != torch.int8 else 3e-2      # one int8 step of a possibly different scale
     for i in range(2):
-        x = _dequant(a[i], a[2 + i] if cache_dtype == torch.int8 else None).view(NB * BS, hkv, d)[written]
-        y = _dequant(b[i], b[2 + i] if cache_dtype == torch.int8 else None).view(NB * BS, hkv, d)[written]
+        x = _dequant(a[i], a[2 + i] if cache_dtype == torch.int8 else None).reshape(NB * BS, hkv, d)[written]
+        y = _dequant(b[i], b[2 + i] if cache_dtype == torch.int8 else None).reshape(NB * BS, hkv, d)[written]
         torch.testing.assert_close(y, x, rtol=qtol, atol=qtol * x.abs().max().item())
