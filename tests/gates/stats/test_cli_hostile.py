@@ -119,3 +119,40 @@ def test_a_resample_count_past_the_cap_is_bad_input(tmp_path, resamples):
     out = cli("noninferiority", path)
     assert (out.returncode, out.stdout) == (3, "")
     assert "Traceback" not in out.stderr and "resamples" in out.stderr and "1000000" in out.stderr, out.stderr
+
+
+@pytest.mark.parametrize("where, value, named", [
+    ("weight", 1e300, "$.cases[0].weight"),
+    ("tokens", 1e300, "$.cases[0].legs.A1.tokens"),
+    ("seconds", 1e-300, "$.cases[0].legs.A1.seconds"),
+    ("seconds", 1e300, "$.cases[0].legs.A1.seconds"),
+])
+def test_abba_magnitudes_that_overflow_the_weighted_mean_are_bad_input(tmp_path, where, value, named):
+    # Found by the search above: weight 1e300 with 1e300 tokens overflowed weight x tokens, and the
+    # verdict came out "fail" with a NaN weighted ratio instead of naming the input.
+    data = json.loads(json.dumps(VALID["abba"]))
+    case = data["cases"][0]
+    if where == "weight":
+        case["weight"] = value
+        case["legs"]["A1"]["tokens"] = 10**12
+    else:
+        case["legs"]["A1"][where] = value
+    path = tmp_path / "abba.json"
+    path.write_text(json.dumps(data))
+    out = cli("abba", path, "--json")
+    assert (out.returncode, out.stdout) == (3, "")
+    assert "Traceback" not in out.stderr and named in out.stderr, out.stderr
+
+
+def test_abba_at_the_bounds_is_judged_with_a_finite_ratio(tmp_path):
+    data = json.loads(json.dumps(VALID["abba"]))
+    for case in data["cases"]:
+        case["weight"] = 1_000_000
+        for leg in case["legs"].values():
+            leg["tokens"], leg["seconds"] = 10**12, 0.000001
+    path = tmp_path / "abba.json"
+    path.write_text(json.dumps(data))
+    out = cli("abba", path, "--json")
+    assert out.returncode in (0, 1), out.stderr
+    verdict = json.loads(out.stdout)
+    assert verdict["weighted_ratio"] == pytest.approx(1.0)
