@@ -39,6 +39,18 @@ def _silu_mul(gate_up: torch.Tensor, inter: int) -> torch.Tensor:
     return F.silu(gate) * up
 
 
+def _cuda_only(compiled, eager):
+    """The compiled op for CUDA inputs, the eager one for any other device.
+
+    Compiled code is specialised to a device: a process that also runs a model on the CPU (the
+    rebinding below is process-wide) would recompile each op for it until Dynamo's recompile
+    limit, which under fullgraph=True is a hard error mid-request, not a slow path."""
+    def op(x: torch.Tensor, *args):
+        return compiled(x, *args) if x.is_cuda else eager(x, *args)
+    op.__name__ = eager.__name__
+    return op
+
+
 _EAGER = {"rms_norm": _rms_norm, "add_rms_norm": _add_rms_norm, "rope": _rope, "silu_mul": _silu_mul}
 # The names the model calls; enable_compile() rebinds them.
 rms_norm, add_rms_norm, rope, silu_mul = _rms_norm, _add_rms_norm, _rope, _silu_mul
@@ -61,7 +73,8 @@ def enable_compile() -> bool:
         c["add_rms_norm"](x, x, torch.ones(8, device=dev, dtype=torch.bfloat16), 1e-6)
     except Exception:   # noqa: BLE001 - no compiler toolchain here: the eager versions stay
         return False
-    rms_norm, add_rms_norm, rope, silu_mul = c["rms_norm"], c["add_rms_norm"], c["rope"], c["silu_mul"]
+    ops = {k: _cuda_only(c[k], _EAGER[k]) for k in _EAGER}
+    rms_norm, add_rms_norm, rope, silu_mul = ops["rms_norm"], ops["add_rms_norm"], ops["rope"], ops["silu_mul"]
     _compiled = True
     return True
 

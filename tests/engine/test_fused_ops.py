@@ -33,3 +33,21 @@ def test_bf16_keeps_transformers_order():
     x = torch.randn(5, 576, generator=gen).bfloat16()
     w = torch.randn(576, generator=gen).bfloat16()
     assert torch.equal(fused.rms_norm(x, w, 1e-5), _transformers_rms_norm(x, w, 1e-5))
+
+
+def test_compiled_ops_serve_cuda_inputs_only():
+    """Once a CUDA model compiles the ops (process-wide), a CPU model in the same process keeps the
+    eager ones: sent to the compiled code, each device and rank recompiled it until Dynamo's
+    limit, a hard error under fullgraph=True (seen on the GPU with the tiny models' tests)."""
+    calls = []
+
+    def compiled(x, *args):
+        calls.append(x.device.type)
+        return "compiled"
+
+    op = fused._cuda_only(compiled, fused._EAGER["rms_norm"])
+    x, w = torch.randn(3, 8), torch.ones(8)
+    assert torch.equal(op(x, w, 1e-6), _transformers_rms_norm(x, w, 1e-6))
+    assert calls == []
+    if torch.cuda.is_available():
+        assert op(x.cuda(), w.cuda(), 1e-6) == "compiled" and calls == ["cuda"]
