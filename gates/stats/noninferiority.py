@@ -93,7 +93,7 @@ def judge_noninferiority(data: dict, *, source: str = "<input>") -> dict:
         for j in np.flatnonzero(evaluable & ~np.isfinite(bounds)):
             evaluable[j] = False
             reasons.append(f"metric {metrics[j]['name']} not evaluable: bootstrap bound is not finite "
-                           "(a resample has no incumbent total)")
+                           "(a resample has no incumbent total, or the values overflow a float)")
 
     valid = not reasons
     results = []

@@ -156,3 +156,30 @@ def test_abba_at_the_bounds_is_judged_with_a_finite_ratio(tmp_path):
     assert out.returncode == 0, out.stderr
     verdict = json.loads(out.stdout)
     assert verdict["verdict"] == "pass" and verdict["weighted_ratio"] == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("doc, named", [
+    ({"positions": [{"id": 0, "incumbent_s": 1.7e308, "candidate_s": 1.0}]}, "$.positions[0].incumbent_s"),
+    ({"positions": [{"id": 0, "incumbent_s": 1.0, "candidate_s": 1e7}]}, "$.positions[0].candidate_s"),
+    ({"relative": 1e308, "positions": [{"id": 0, "incumbent_s": 2.0, "candidate_s": 1.0}]}, "$.relative"),
+    ({"absolute_s": 1e300, "positions": [{"id": 0, "incumbent_s": 2.0, "candidate_s": 1.0}]}, "$.absolute_s"),
+])
+def test_latency_magnitudes_that_overflow_the_allowance_are_bad_input(tmp_path, doc, named):
+    # Found by a search over pairs of extreme values: incumbent_s 1.7e308 made the allowance
+    # Infinity, and the verdict passed with "Infinity" in its JSON, which is not JSON.
+    path = tmp_path / "latency.json"
+    path.write_text(json.dumps(doc))
+    out = cli("latency", path, "--json")
+    assert (out.returncode, out.stdout) == (3, "")
+    assert "Traceback" not in out.stderr and named in out.stderr, out.stderr
+
+
+def test_latency_at_the_bounds_is_judged_with_finite_margins(tmp_path):
+    path = tmp_path / "latency.json"
+    path.write_text(json.dumps({"absolute_s": 1e6, "relative": 1e6,
+                                "positions": [{"id": 0, "incumbent_s": 1e6, "candidate_s": 1e6}]}))
+    out = cli("latency", path, "--json")
+    assert out.returncode == 0, out.stderr
+    verdict = json.loads(out.stdout)   # strict JSON: Infinity or NaN would not parse below
+    json.loads(out.stdout, parse_constant=lambda c: pytest.fail(f"non-JSON constant {c}"))
+    assert verdict["verdict"] == "pass" and verdict["worst"]["margin_s"] == 1e12
