@@ -183,3 +183,30 @@ def test_latency_at_the_bounds_is_judged_with_finite_margins(tmp_path):
     verdict = json.loads(out.stdout)   # strict JSON: Infinity or NaN would not parse below
     json.loads(out.stdout, parse_constant=lambda c: pytest.fail(f"non-JSON constant {c}"))
     assert verdict["verdict"] == "pass" and verdict["worst"]["margin_s"] == 1e12
+
+
+EXTREMES = (1.7e308, -1e308, 5e-324, 1e300)
+
+
+@pytest.mark.parametrize("kind", sorted(VALID))
+def test_extreme_values_at_any_two_places_are_bad_input_or_a_strict_json_verdict(kind):
+    """Every pair of leaves set to every pair of extreme floats: the judge names the input or
+    returns a verdict that is strict JSON (no NaN, no Infinity). One leaf at a time missed the
+    overflows the two bounds above were added for."""
+    import itertools
+    import warnings
+
+    from gates.stats import InputError, judge
+
+    doc = VALID[kind]
+    leaves = [p for p in leaf_paths(doc) if p]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)   # numpy's overflow notes; the verdict is checked
+        for (a, b), (va, vb) in itertools.product(itertools.combinations(leaves, 2),
+                                                  itertools.product(EXTREMES, repeat=2)):
+            data = set_at(set_at(doc, a, va), b, vb)
+            try:
+                verdict = judge(kind, data)
+            except InputError:
+                continue
+            json.dumps(verdict, allow_nan=False)   # raises ValueError on NaN or Infinity
