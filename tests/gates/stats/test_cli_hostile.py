@@ -121,6 +121,17 @@ def test_a_resample_count_past_the_cap_is_bad_input(tmp_path, resamples):
     assert "Traceback" not in out.stderr and "resamples" in out.stderr and "1000000" in out.stderr, out.stderr
 
 
+def judge_file(tmp_path, kind, doc):
+    path = tmp_path / f"{kind}.json"
+    path.write_text(json.dumps(doc))
+    return cli(kind, path, "--json")
+
+
+def assert_bad_input_naming(out, named):
+    assert (out.returncode, out.stdout) == (3, "")
+    assert "Traceback" not in out.stderr and named in out.stderr, out.stderr
+
+
 @pytest.mark.parametrize("where, value, named", [
     ("weight", 1e300, "$.cases[0].weight"),
     ("tokens", 1e300, "$.cases[0].legs.A1.tokens"),
@@ -137,11 +148,7 @@ def test_abba_magnitudes_that_overflow_the_weighted_mean_are_bad_input(tmp_path,
         case["legs"]["A1"]["tokens"] = 10**12
     else:
         case["legs"]["A1"][where] = value
-    path = tmp_path / "abba.json"
-    path.write_text(json.dumps(data))
-    out = cli("abba", path, "--json")
-    assert (out.returncode, out.stdout) == (3, "")
-    assert "Traceback" not in out.stderr and named in out.stderr, out.stderr
+    assert_bad_input_naming(judge_file(tmp_path, "abba", data), named)
 
 
 def test_abba_at_the_bounds_is_judged_with_a_finite_ratio(tmp_path):
@@ -150,9 +157,7 @@ def test_abba_at_the_bounds_is_judged_with_a_finite_ratio(tmp_path):
         case["weight"] = 1_000_000
         for leg in case["legs"].values():
             leg["tokens"], leg["seconds"] = 10**12, 0.000001
-    path = tmp_path / "abba.json"
-    path.write_text(json.dumps(data))
-    out = cli("abba", path, "--json")
+    out = judge_file(tmp_path, "abba", data)
     assert out.returncode == 0, out.stderr
     verdict = json.loads(out.stdout)
     assert verdict["verdict"] == "pass" and verdict["weighted_ratio"] == pytest.approx(1.0)
@@ -167,18 +172,12 @@ def test_abba_at_the_bounds_is_judged_with_a_finite_ratio(tmp_path):
 def test_latency_magnitudes_that_overflow_the_allowance_are_bad_input(tmp_path, doc, named):
     # Found by a search over pairs of extreme values: incumbent_s 1.7e308 made the allowance
     # Infinity, and the verdict passed with "Infinity" in its JSON, which is not JSON.
-    path = tmp_path / "latency.json"
-    path.write_text(json.dumps(doc))
-    out = cli("latency", path, "--json")
-    assert (out.returncode, out.stdout) == (3, "")
-    assert "Traceback" not in out.stderr and named in out.stderr, out.stderr
+    assert_bad_input_naming(judge_file(tmp_path, "latency", doc), named)
 
 
 def test_latency_at_the_bounds_is_judged_with_finite_margins(tmp_path):
-    path = tmp_path / "latency.json"
-    path.write_text(json.dumps({"absolute_s": 1e6, "relative": 1e6,
-                                "positions": [{"id": 0, "incumbent_s": 1e6, "candidate_s": 1e6}]}))
-    out = cli("latency", path, "--json")
+    out = judge_file(tmp_path, "latency", {"absolute_s": 1e6, "relative": 1e6,
+                                           "positions": [{"id": 0, "incumbent_s": 1e6, "candidate_s": 1e6}]})
     assert out.returncode == 0, out.stderr
     verdict = json.loads(out.stdout)   # strict JSON: Infinity or NaN would not parse below
     json.loads(out.stdout, parse_constant=lambda c: pytest.fail(f"non-JSON constant {c}"))
