@@ -45,7 +45,7 @@ def main(argv=None) -> int:
         pinned = DEFAULT_CONFIGS[int8]
         configs = {split: dataclasses.replace(pinned, split_tokens=split) for split in SPLITS[int8]}
         kv = "int8" if int8 else "bf16"
-        print(f"\n{kv}, pinned split {pinned.split_tokens}; us per call at each split; fastest last")
+        print(f"\n{kv}, pinned split {pinned.split_tokens}; us per call at each split, then the fastest")
         for ctx in contexts:
             for batch in (1, 8):
                 sets, _ = make_case(batch, ctx, int8, gen)
