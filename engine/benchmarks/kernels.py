@@ -112,14 +112,21 @@ def sweep(int8: bool, gen, report) -> DecodeConfig:
 
 
 def parse_config(text: str) -> DecodeConfig:
-    """'block_n,warps,stages,split[,e]' (e: early V load) -> DecodeConfig."""
+    """'block_n,warps,stages,split[,e][,cN]' (e: early V load; cN: stage 2 merges N splits a
+    step) -> DecodeConfig."""
     parts = text.split(",")
     bn, w, st, sp = (int(x) for x in parts[:4])
-    return DecodeConfig(bn, w, st, sp, early_v=len(parts) > 4 and parts[4] == "e")
+    flags = parts[4:]
+    chunks = [int(f[1:]) for f in flags if f.startswith("c")]
+    if any(f not in ("e",) and not f.startswith("c") for f in flags) or len(chunks) > 1:
+        raise ValueError(f"config {text!r}: expected 'block_n,warps,stages,split[,e][,cN]'")
+    return DecodeConfig(bn, w, st, sp, early_v="e" in flags,
+                        **({"merge_chunk": chunks[0]} if chunks else {}))
 
 
 def config_text(cfg: DecodeConfig) -> str:
-    return f"{cfg.block_n},{cfg.num_warps},{cfg.num_stages},{cfg.split_tokens}" + (",e" if cfg.early_v else "")
+    return (f"{cfg.block_n},{cfg.num_warps},{cfg.num_stages},{cfg.split_tokens}" + (",e" if cfg.early_v else "")
+            + f",c{cfg.merge_chunk}")
 
 
 def pick_int8(candidates, gen, report) -> DecodeConfig:
@@ -170,9 +177,9 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sweep", action="store_true", help="pick launch configs by timing SWEEP first")
     ap.add_argument("--json", help="write every figure to this file")
-    ap.add_argument("--int8-candidates", help="'bn,w,st,split[,e];...': time these int8 configs against "
+    ap.add_argument("--int8-candidates", help="'bn,w,st,split[,e][,cN];...': time these int8 configs against "
                     "the bf16 default and use the best for the int8 rows")
-    ap.add_argument("--bf16-candidates", help="'bn,w,st,split[,e];...': time these bf16 configs side by side")
+    ap.add_argument("--bf16-candidates", help="'bn,w,st,split[,e][,cN];...': time these bf16 configs side by side")
     ap.add_argument("--pick", help="write the picked int8 config ('bn,w,st,split[,e]') to this file")
     args = ap.parse_args(argv)
     if not torch.cuda.is_available():

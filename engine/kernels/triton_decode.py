@@ -21,7 +21,7 @@ import triton.language as tl
 from engine.kernels import checks
 
 SPLIT_TOKENS = 256
-MERGE_CHUNK = 16        # splits merged per step of stage 2; a constant, for batch invariance
+MERGE_CHUNK = 16        # DecodeConfig's default splits merged per step of stage 2
 LOG2E = 1.4426950408889634
 
 
@@ -39,21 +39,27 @@ class DecodeConfig:
     num_stages: int = 2
     split_tokens: int = SPLIT_TOKENS
     early_v: bool = False   # issue the V tile's load with K's, before the scores: more bytes in flight
+    merge_chunk: int = MERGE_CHUNK   # splits stage 2 merges a step; a constant, for batch invariance
 
     def __post_init__(self) -> None:
         if self.split_tokens % self.block_n:
             raise ValueError(f"split_tokens {self.split_tokens} is not a multiple of block_n {self.block_n}")
+        if self.merge_chunk < 1 or self.merge_chunk & (self.merge_chunk - 1):
+            raise ValueError(f"merge_chunk must be a power of two, got {self.merge_chunk}")
 
 
 # Keyed by "cache is int8"; measured on an H200 (8B shape), figures in docs/perf/kernels.md.
 # bf16: engine.benchmarks.kernels --sweep's pick (best summed relative time at 1K and 32K, batch 1).
 # int8: the best of engine.benchmarks.kernels --int8-candidates (int8 / bf16 time at 32K, batch 1 and 8,
-# plus a quarter of it at 1K). Its split is twice bf16's: at batch 1 the time follows the number
-# of splits more than the bytes, and int8 moves half the bytes a token. Still a fixed token count.
-# Re-timed against nine others with int8 scores and page-transposed V (2026-12-02): still the best.
+# plus a quarter of it at 1K). Two warps a program, not four, were faster at 32K: fewer warps
+# share the 16-row score tile, so fewer of its row maxima and sums and of P's moves into the
+# P @ V product cross warps (inferred, not profiled). Its split (384 tokens, still a fixed count)
+# is longer than bf16's: at batch 1 the time follows the number of splits more than the bytes.
+# Both merge 64 splits a step: 32K context has 86-128 splits, which 16 a step walked in 6-8
+# dependent rounds.
 DEFAULT_CONFIGS = {
-    False: DecodeConfig(block_n=128, num_warps=4, num_stages=3, split_tokens=256),
-    True: DecodeConfig(block_n=128, num_warps=4, num_stages=2, split_tokens=512, early_v=True),
+    False: DecodeConfig(block_n=128, num_warps=4, num_stages=3, split_tokens=256, merge_chunk=64),
+    True: DecodeConfig(block_n=64, num_warps=2, num_stages=2, split_tokens=384, early_v=True, merge_chunk=64),
 }
 
 
@@ -267,7 +273,7 @@ def paged_decode_attention_triton(q, k_cache, v_cache, k_scale, v_scale, block_t
     _decode_merge_kernel[(batch, hq)](
         partial, lse, seq_lens, out, sp_b, sp_h, sp_s, lse.stride(0), lse.stride(1),
         out.stride(0), out.stride(1),
-        HEAD_DIM=d, BLOCK_D=triton.next_power_of_2(d), SPLIT=cfg.split_tokens, CHUNK=MERGE_CHUNK,
+        HEAD_DIM=d, BLOCK_D=triton.next_power_of_2(d), SPLIT=cfg.split_tokens, CHUNK=cfg.merge_chunk,
         num_warps=4)
     return out
 

@@ -126,3 +126,26 @@ def test_many_splits_span_several_merge_chunks(device, gen):
     alone = paged_decode_attention_triton(q[:1], *p.cache_args(), p.block_tables[:1], p.seq_lens[:1],
                                           0.25, config=cfg)
     assert torch.equal(alone[0], got[0])
+
+
+@pytest.mark.parametrize("chunk", [1, 64])
+def test_merge_chunk_keeps_the_result_and_batch_invariance(device, gen, chunk):
+    """Stage 2 merging 1 or 64 splits a step: the reference's result, and a sequence's output the
+    same alone as in the batch."""
+    cfg = DecodeConfig(block_n=16, num_warps=2, num_stages=2, split_tokens=32, merge_chunk=chunk)
+    lens = [32 * 70 + 5, 100, 31]
+    p = build(gen, lens, num_kv_heads=1, head_dim=16, device=device)
+    q = randn(gen, len(lens), 4, 16, device=device)
+    got = paged_decode_attention_triton(q, *p.cache_args(), p.block_tables, p.seq_lens, 0.25, config=cfg)
+    ref = paged_decode_attention_ref(q, *p.cache_args(), p.block_tables, p.seq_lens, 0.25)
+    assert rel_err(got, ref) < 1e-4
+    for b in range(len(lens)):
+        alone = paged_decode_attention_triton(q[b:b + 1], *p.cache_args(), p.block_tables[b:b + 1],
+                                              p.seq_lens[b:b + 1], 0.25, config=cfg)
+        assert torch.equal(alone[0], got[b])
+
+
+@pytest.mark.parametrize("chunk", [0, 48])
+def test_merge_chunk_must_be_a_power_of_two(chunk):
+    with pytest.raises(ValueError, match="merge_chunk must be a power of two"):
+        DecodeConfig(merge_chunk=chunk)
