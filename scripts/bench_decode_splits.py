@@ -23,7 +23,9 @@ import torch  # noqa: E402
 from engine.benchmarks.kernels import copy_bandwidth, make_case, time_graph  # noqa: E402
 from engine.kernels.triton_decode import DEFAULT_CONFIGS  # noqa: E402
 
-SPLITS = {False: (256, 512), True: (256, 512, 1024)}
+# Always including the pinned split (384 for int8 since commit 0fdbed0).
+SPLITS = {False: tuple(sorted({256, 512, DEFAULT_CONFIGS[False].split_tokens})),
+          True: tuple(sorted({256, 512, 1024, DEFAULT_CONFIGS[True].split_tokens}))}
 
 
 def main(argv=None) -> int:
