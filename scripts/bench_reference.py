@@ -2,7 +2,10 @@
 
 All three run in this one process on the same GGUF (the engine and transformers on its float32
 dequantization, llama.cpp on the quantized weights), interleaved round by round so a change in
-machine load hits all of them alike. Prints tok/s, the ratios, and greedy agreement with llama.cpp.
+machine load hits all of them alike. Each computes as it would alone in its process: the peers
+on threads that end after each call, the engine on its scheduling thread, stopped after each
+call, so no other thread's OpenMP pool is alive while one runs (engine.runtime.cpu_threads).
+Prints tok/s, the ratios, and greedy agreement with llama.cpp.
 
     .venv/bin/python scripts/bench_reference.py [--new-tokens 64] [--rounds 3] [--threads 2]
 """
@@ -21,6 +24,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from engine.gguf_import import pins  # noqa: E402
+from engine.runtime.cpu_threads import on_fresh_thread  # noqa: E402
 
 MODELS = REPO / pins.MODELS_ROOT
 BENCH_QUESTION = "Write a short story about a lighthouse keeper."
@@ -36,7 +40,10 @@ class Ours:
 
     def greedy(self, ids: list[int], n: int) -> list[int]:
         from engine.runtime.sampling import SamplingParams
-        return self.llm.generate(ids, SamplingParams(max_new_tokens=n, ignore_eos=True), timeout=600).token_ids
+        try:
+            return self.llm.generate(ids, SamplingParams(max_new_tokens=n, ignore_eos=True), timeout=600).token_ids
+        finally:
+            self.llm.stop()      # its thread, and so its OpenMP pool, ends; the next call starts one
 
     def close(self):
         self.llm.stop()
@@ -49,10 +56,13 @@ class Transformers:
         import torch
         from transformers import AutoModelForCausalLM
         self.torch = torch
-        self.model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name,
-                                                          dtype=torch.float32).eval()
+        self.model = on_fresh_thread(lambda: AutoModelForCausalLM.from_pretrained(
+            str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32).eval())
 
     def greedy(self, ids: list[int], n: int) -> list[int]:
+        return on_fresh_thread(self._greedy, ids, n)
+
+    def _greedy(self, ids: list[int], n: int) -> list[int]:
         with self.torch.no_grad():
             out = self.model.generate(self.torch.tensor([ids]), max_new_tokens=n, min_new_tokens=n,
                                       do_sample=False, pad_token_id=2)
@@ -70,10 +80,13 @@ class LlamaCpp:
         import numpy as np
         from llama_cpp import Llama
         self.np, self.lib = np, llama_cpp
-        self.llm = Llama(model_path=str(gguf), n_ctx=2048, n_threads=threads, n_threads_batch=threads,
-                         verbose=False, seed=0)
+        self.llm = on_fresh_thread(lambda: Llama(model_path=str(gguf), n_ctx=2048, n_threads=threads,
+                                                 n_threads_batch=threads, verbose=False, seed=0))
 
     def greedy(self, ids: list[int], n: int) -> list[int]:
+        return on_fresh_thread(self._greedy, ids, n)    # ggml may parallelise with OpenMP too
+
+    def _greedy(self, ids: list[int], n: int) -> list[int]:
         self.llm.reset()
         self.llm.eval(ids)
         out = []

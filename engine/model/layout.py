@@ -9,9 +9,13 @@ and the CPU's BLAS runs both the one-row decode products and the prefill product
 faster row-major (CPU_ROW_MAJOR). The parameter keeps its logical [out, in] shape, so nothing
 else changes; only its strides do. A weight shared with the embedding (tied lm_head) moves only
 when asked (tied=True): the embedding then reads each row strided, which costs little next to
-the vocabulary-sized product it speeds up. The CPU also gives every projection a row-major
-weight for products of several rows (keep_row_major_copies, engine.model.projection)."""
+the vocabulary-sized product it speeds up. Where it pays (multi_row_copies_pay), the CPU also
+gives every projection a row-major weight for products of several rows (keep_row_major_copies,
+engine.model.projection)."""
 from __future__ import annotations
+
+import platform
+from pathlib import Path
 
 import torch
 from torch import nn
@@ -46,6 +50,32 @@ def set_projection_layout(model: nn.Module, column_major: bool, tied: bool = Fal
                 mod.rows = None
             if w.data_ptr() == shared:
                 embed.weight = mod.weight
+
+
+def cpu_vendor() -> str:
+    """The CPU's vendor id as Linux reports it ("GenuineIntel", "AuthenticAMD"), else the platform's
+    processor name ("" where unknown)."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text(encoding="ascii", errors="replace").splitlines():
+            if line.startswith("vendor_id"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor()
+
+
+def multi_row_copies_pay(vendor: str | None = None) -> bool:
+    """Whether products of several rows should read row-major copies on this CPU.
+
+    Both answers were measured with `python -m engine.benchmarks.cpu_reference` (batch 8 against
+    the same batch over the one-row layouts; docs/perf/reference-model.md). On an AMD EPYC (AVX2)
+    the BLAS (MKL) ran a few rows over the one-row layouts several times slower than W @ x^T over
+    a row-major copy, so the copies paid (1.5-1.7x a batch-8 step). On an Intel Xeon (AVX-512) MKL
+    runs its own kernels for those products, faster than W @ x^T, and the copies lost (the batch
+    without them 1.2x faster). A fixed rule and not a timing at load: the layout decides how a
+    product's sums are ordered, and a choice that flipped between two runs of one engine would
+    change its outputs between them."""
+    return (cpu_vendor() if vendor is None else vendor) != "GenuineIntel"
 
 
 def is_column_major(w: torch.Tensor) -> bool:

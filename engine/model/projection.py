@@ -1,12 +1,14 @@
 """A linear layer that computes a few rows at once over a row-major weight.
 
 On the CPU the BLAS runs a projection's one-row product fastest over one layout of the weight
-(column-major for most, engine.model.layout), but a few rows at once (a batched decode step, a
-speculation window) several times slower over that layout than as W @ x^T over the row-major
-weight: MKL then streams the weight once for all rows. engine.model.layout.keep_row_major_copies
+(column-major for most, engine.model.layout), but on some CPUs a few rows at once (a batched
+decode step, a speculation window) several times slower over that layout than as W @ x^T over
+the row-major weight: MKL then streams the weight once for all rows. engine.model.layout.keep_row_major_copies
 gives each CPU projection that row-major weight (the weight itself when it is already
-row-major, else a copy); the product of several rows reads it. Figures: `python -m
-engine.benchmarks.cpu_reference` (its batch rows) and docs/perf/reference-model.md.
+row-major, else a copy) on CPUs where that pays (multi_row_copies_pay: not on Intel's, whose
+MKL kernels run those products faster over the one-row layouts); the product of several rows
+reads it. Figures: `python -m engine.benchmarks.cpu_reference` (its batch rows) and
+docs/perf/reference-model.md.
 
 Prefill chunks (hundreds or thousands of rows) stay on the one-row layout, where the products
 are compute-bound and the BLAS runs both layouts alike."""

@@ -9,7 +9,7 @@ from safetensors import safe_open
 
 from engine.errors import ModelLoadError
 from engine.model.config import ModelConfig
-from engine.model.layout import CPU_ROW_MAJOR, keep_row_major_copies, set_projection_layout
+from engine.model.layout import CPU_ROW_MAJOR, keep_row_major_copies, multi_row_copies_pay, set_projection_layout
 from engine.model.transformer import Transformer
 
 
@@ -86,9 +86,10 @@ def build_model(cfg: ModelConfig, hf: dict[str, torch.Tensor], dtype: torch.dtyp
     else:
         # The down projection (a long reduction: hidden <- intermediate) is the exception: its
         # one-row product runs faster over the row-major weight (docs/perf/reference-model.md).
-        # Products of a few rows read a row-major weight everywhere (engine.model.projection).
+        # Products of a few rows read a row-major weight where that pays (engine.model.projection).
         set_projection_layout(model, column_major=True, tied=True, row_major=CPU_ROW_MAJOR)
-        keep_row_major_copies(model)
+        if multi_row_copies_pay():
+            keep_row_major_copies(model)
     model.setup_rope(device)
     return model.eval()
 

@@ -14,6 +14,7 @@ from engine.model.dtypes import resolve_device, resolve_dtype, resolve_kv_dtype
 from engine.model.tokenizer import Tokenizer
 from engine.model.weights import load_model
 from engine.runtime.block_manager import BlockManager
+from engine.runtime.cpu_threads import on_fresh_thread
 from engine.runtime.kv_pool import KVPool, blocks_for
 from engine.runtime.model_runner import ModelRunner
 from engine.runtime.request import RequestHandle
@@ -71,6 +72,28 @@ class LLM(SessionStore):
             if not isinstance(val, int) or val < 1:
                 raise ValueError(f"{name} must be a positive int, got {val!r}")
         self.device = resolve_device(device)
+        parts = dict(model_dir=model_dir, dtype=dtype, max_model_len=max_model_len, kv_dtype=kv_dtype,
+                     compile_ops=compile_ops, kv_budget_bytes=kv_budget_bytes,
+                     kv_capacity_tokens=kv_capacity_tokens, block_size=block_size,
+                     prefill_chunk=prefill_chunk, max_concurrency=max_concurrency, max_pending=max_pending,
+                     pending_timeout_s=pending_timeout_s, spec=spec, draft_tokens=draft_tokens,
+                     cuda_graphs=cuda_graphs, attention=attention)
+        # On the CPU the loading's parallel ops run on a thread that ends, so that no OpenMP pool
+        # of the caller's thread outlives them beside the scheduling thread's (cpu_threads).
+        if self.device.type == "cpu":
+            on_fresh_thread(self._build, **parts)
+        else:
+            self._build(**parts)
+        self.spec, self.draft_tokens = spec, int(draft_tokens)
+        self._cond = SchedulingLock()
+        self._thread: threading.Thread | None = None
+        self._running = False
+        self._fatal: BaseException | None = None
+
+    def _build(self, *, model_dir, dtype, max_model_len, kv_dtype, compile_ops, kv_budget_bytes,
+               kv_capacity_tokens, block_size, prefill_chunk, max_concurrency, max_pending,
+               pending_timeout_s, spec, draft_tokens, cuda_graphs, attention) -> None:
+        """The model, the KV pool, the runner and the scheduler on self.device."""
         self.config, self.model, self.tokenizer = self._load(model_dir, dtype, max_model_len)
         self.dtype = self.model.embed.weight.dtype
         self.max_model_len = int(max_model_len or self.model.max_positions)
@@ -97,11 +120,6 @@ class LLM(SessionStore):
                                    max_pending=max_pending, pending_timeout_s=float(pending_timeout_s),
                                    prefill_chunk=prefill_chunk, spec=spec, draft_tokens=int(draft_tokens),
                                    eos_token_ids=eos, max_model_len=self.max_model_len)
-        self.spec, self.draft_tokens = spec, int(draft_tokens)
-        self._cond = SchedulingLock()
-        self._thread: threading.Thread | None = None
-        self._running = False
-        self._fatal: BaseException | None = None
 
     @contextmanager
     def paused(self):

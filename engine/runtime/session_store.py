@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 import torch
 
 from engine.errors import SessionError
+from engine.runtime.cpu_threads import on_fresh_thread
 
 
 @dataclass
@@ -17,7 +18,11 @@ class SessionState:
 
 
 class SessionStore:
-    """Mixed into LLM, which provides _cond (its lock), blocks (BlockManager) and pool (KVPool)."""
+    """Mixed into LLM, which provides _cond (its lock), blocks (BlockManager), pool (KVPool) and
+    device. The pool's copies run on the caller's thread, except on the CPU (cpu_threads)."""
+
+    def _on_pool(self, fn, *args):
+        return on_fresh_thread(fn, *args) if self.device.type == "cpu" else fn(*args)
 
     def sessions(self) -> list[str]:
         with self._cond:
@@ -28,7 +33,7 @@ class SessionStore:
             entry = self.blocks.peek_session(key)
             if entry is None:
                 raise SessionError(f"no cached session under key {key!r}")
-            tensors = self.pool.read_tokens(entry.blocks, len(entry.token_ids))
+            tensors = self._on_pool(self.pool.read_tokens, entry.blocks, len(entry.token_ids))
             return SessionState(list(entry.token_ids), tensors)
 
     def import_session(self, key: str, state: SessionState) -> None:
@@ -51,7 +56,7 @@ class SessionStore:
                 raise SessionError(f"session {key!r}: {need} KV blocks needed, "
                                    f"{self.blocks.free_blocks} free and no idle session to evict")
             try:
-                self.pool.write_tokens(blocks, state.tensors)
+                self._on_pool(self.pool.write_tokens, blocks, state.tensors)
             except Exception as e:
                 self.blocks.free(blocks)
                 raise SessionError(f"session {key!r}: {e}") from None

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import torch
 
-from engine.model.layout import is_column_major, set_projection_layout
+from engine.model.layout import (is_column_major, keep_row_major_copies, multi_row_copies_pay,
+                                 set_projection_layout)
 from engine.model.projection import MULTI_ROW_MAX, Projection
 from engine.runtime.llm import LLM
 from engine.runtime.sampling import SamplingParams
@@ -26,6 +27,9 @@ def test_same_tokens_and_shapes_in_either_layout(tiny_dir, device):
     # and gives each a row-major weight for products of several rows: the weight itself where it
     # is row-major, else a copy, which a tied embedding reads.
     separate_head = torch.device(device).type == "cpu"
+    if separate_head and not multi_row_copies_pay():
+        assert all(m.rows is None for m in model.modules() if isinstance(m, Projection))
+        keep_row_major_copies(model)      # what a CPU where they pay gets at load
     if separate_head:
         assert is_column_major(model.layers[0].attn.qkv.weight) and is_column_major(model.lm_head.weight)
         for layer in model.layers:
@@ -74,6 +78,8 @@ def test_products_of_several_rows_over_the_row_major_weights_match_the_one_row_l
     batch's greedy tokens."""
     llm = LLM(tiny_dir, device="cpu", dtype="float32", kv_capacity_tokens=1024, max_concurrency=4)
     model = llm.model
+    if not multi_row_copies_pay():        # this CPU's loader kept none: make them as one that pays
+        keep_row_major_copies(model)
     layer = model.layers[0]
     for m in (layer.attn.qkv, layer.attn.o, layer.mlp.gate_up, layer.mlp.down, model.lm_head):
         assert m.rows is not None
@@ -94,6 +100,8 @@ def test_which_row_counts_read_the_row_major_weight(tiny_dir):
     (made zero here, so the product shows which one ran); the lm_head reads it for any count."""
     llm = LLM(tiny_dir, device="cpu", dtype="float32", kv_capacity_tokens=256, max_concurrency=1)
     model = llm.model
+    if not multi_row_copies_pay():
+        keep_row_major_copies(model)
     qkv, head = model.layers[0].attn.qkv, model.lm_head
     qkv.rows, head.rows = torch.zeros_like(qkv.rows), torch.zeros_like(head.rows)
     for n, zero in ((1, False), (2, True), (MULTI_ROW_MAX, True), (MULTI_ROW_MAX + 1, False)):
@@ -115,3 +123,19 @@ def test_named_layers_stay_row_major(tiny_dir):
         assert is_column_major(layer.attn.qkv.weight) and is_column_major(layer.mlp.gate_up.weight)
     set_projection_layout(model, column_major=True, row_major=("lp.down",))   # whole names only
     assert all(is_column_major(layer.mlp.down.weight) for layer in model.layers)
+
+
+def test_row_major_copies_are_kept_except_on_intel_cpus():
+    """A fixed rule by vendor (measured both ways, engine.model.layout.multi_row_copies_pay)."""
+    assert multi_row_copies_pay("GenuineIntel") is False
+    assert multi_row_copies_pay("AuthenticAMD") is True
+    assert multi_row_copies_pay("") is True          # unknown: as before the rule
+
+
+def test_the_loader_follows_the_rule(tiny_dir, monkeypatch):
+    import engine.model.weights as weights
+    for pays in (False, True):
+        monkeypatch.setattr(weights, "multi_row_copies_pay", lambda pays=pays: pays)
+        llm = LLM(tiny_dir, device="cpu", dtype="float32", kv_capacity_tokens=256, max_concurrency=1)
+        kept = [m.rows is not None for m in llm.model.modules() if isinstance(m, Projection)]
+        assert kept and set(kept) == {pays}
