@@ -27,26 +27,35 @@ PROBE = textwrap.dedent("""
 
     torch.set_num_threads(2)
 
-    def tasks():
-        time.sleep(0.3)       # a pool's workers leave once their ended thread is joined
+    def count():
         return len(os.listdir("/proc/self/task"))
 
+    def tasks(settled=None):
+        # The workers of an ended thread's pool leave shortly after it: wait for the count to
+        # come back to `settled` (at most 10 s), then report it, whatever it is.
+        deadline = time.monotonic() + 10
+        while settled is not None and count() != settled and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.2)
+        return count()
+
     out = {"before": tasks()}
+    base = out["before"]
     llm = LLM(sys.argv[1], device="cpu", dtype="float32", kv_dtype="float32", kv_capacity_tokens=4096)
-    out["after_load"] = tasks()
+    out["after_load"] = tasks(base)
     # A session large enough that the pool's copies are parallel ops (past torch's grain size).
     c, n = llm.config, 3000
     shape = (c.num_layers, n, c.num_kv_heads, c.head_dim)
     kv = on_fresh_thread(torch.ones, shape)    # made off this thread: filling it is a parallel op too
     llm.import_session("s", SessionState([i % c.vocab_size for i in range(n)], {"k": kv, "v": kv}))
     llm.export_session("s")
-    out["after_sessions"] = tasks()
+    out["after_sessions"] = tasks(base)
     r = llm.generate([5, 6, 7], SamplingParams(max_new_tokens=3, ignore_eos=True))
     out["generated"] = len(r.token_ids)
     llm.stop()
-    out["after_stop"] = tasks()
+    out["after_stop"] = tasks(base)
     torch.ones(1 << 20).add_(1)          # the control: a parallel op on this thread keeps a pool
-    out["after_main_parallel_op"] = tasks()
+    out["after_main_parallel_op"] = tasks(base + 1)
     print(json.dumps(out))
 """)
 
