@@ -180,7 +180,7 @@ def main(argv=None) -> int:
     ap.add_argument("--int8-candidates", help="'bn,w,st,split[,e][,cN];...': time these int8 configs against "
                     "the bf16 default and use the best for the int8 rows")
     ap.add_argument("--bf16-candidates", help="'bn,w,st,split[,e][,cN];...': time these bf16 configs side by side")
-    ap.add_argument("--pick", help="write the picked int8 config ('bn,w,st,split[,e]') to this file")
+    ap.add_argument("--pick", help="write the picked int8 config ('bn,w,st,split[,e],cN') to this file")
     args = ap.parse_args(argv)
     if not torch.cuda.is_available():
         print("bench_kernels needs CUDA", file=sys.stderr)

@@ -44,11 +44,7 @@ def write_kv_ref(k, v, k_cache, v_cache, k_scale, v_scale, slot_mapping) -> None
     """
     is_int8 = checks.check_write_kv(k, v, k_cache, v_cache, k_scale, v_scale, slot_mapping)
     if not is_int8 and not k.is_cuda and (slot_mapping.numel() == 0 or int(slot_mapping.min()) >= 0):
-        # CPU, no slot skipped: two row copies instead of masking and indexing every tensor.
-        h, d = k_cache.shape[2:]
-        k_cache.view(-1, h, d).index_copy_(0, slot_mapping, k.to(k_cache.dtype))
-        v_cache.view(-1, h, d).index_copy_(0, slot_mapping, v.to(v_cache.dtype))
-        return
+        return write_kv_rows(k, v, k_cache, v_cache, slot_mapping)
     keep = slot_mapping >= 0
     slots = slot_mapping[keep]
     bs = k_cache.shape[1]
@@ -61,6 +57,14 @@ def write_kv_ref(k, v, k_cache, v_cache, k_scale, v_scale, slot_mapping) -> None
         k_scale[blk, off], v_scale[blk, off] = ks, vs
     else:
         k_cache[blk, off], v_cache[blk, off] = k.to(k_cache.dtype), v.to(v_cache.dtype)
+
+
+def write_kv_rows(k, v, k_cache, v_cache, slot_mapping) -> None:
+    """write_kv_ref on the CPU into a float cache when no slot is skipped (every slot >= 0, which
+    the caller has checked): two row copies instead of masking and indexing every tensor."""
+    h, d = k_cache.shape[2:]
+    k_cache.view(-1, h, d).index_copy_(0, slot_mapping, k.to(k_cache.dtype))
+    v_cache.view(-1, h, d).index_copy_(0, slot_mapping, v.to(v_cache.dtype))
 
 
 def rope_write_kv_ref(qkv, num_heads, num_kv_heads, cos, sin, k_cache, v_cache, k_scale, v_scale,
@@ -143,10 +147,16 @@ def _decode_cpu(q, k_cache, v_cache, k_scale, v_scale, block_tables, seq_lens, s
     sequences are short (_decode_cpu_batched). A decode step is many tiny ops, and on a busy CPU
     each op's threads wait on the others, so fewer ops is what makes it fast: where the KV lies
     is read once per step (decode_plan), not once per layer."""
+    return decode_cpu_planned(q, k_cache, v_cache, k_scale, v_scale, block_tables,
+                              decode_plan(block_tables, seq_lens, k_cache.shape[1]), sm_scale)
+
+
+def decode_cpu_planned(q, k_cache, v_cache, k_scale, v_scale, block_tables, plan, sm_scale: float):
+    """_decode_cpu with the step's plan (decode_plan of its block_tables and seq_lens) given:
+    a caller that runs every layer of one step itself works the plan out once."""
     batch, hq, d = q.shape
     bs, hkv = k_cache.shape[1], k_cache.shape[2]
     g = hq // hkv
-    plan = decode_plan(block_tables, seq_lens, bs)
     lens = plan.lens
     live = [b for b, n in enumerate(lens) if n > 0]
     if len(live) > 1 and len(live) * max(lens) <= BATCHED_DECODE_MAX_TOKENS:

@@ -12,9 +12,12 @@ import torch.nn.functional as F
 
 def _rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
     if x.dtype == torch.float32 and weight.dtype == torch.float32 and not x.is_cuda:
-        # The same operations in one call: fewer tiny ops a decode step on the CPU, and
-        # bit-identical to the lines below in float32 (tests/engine/test_fused_ops.py).
-        return F.rms_norm(x, (x.shape[-1],), weight, eps)
+        # The lines below without their no-op casts, mean() as the sum and division it runs,
+        # and in place on its own temporaries: bit-identical in float32
+        # (tests/engine/test_fused_ops.py), in fewer tensor calls than F.rms_norm, which runs
+        # the same steps on the CPU; each call is costly right after a product.
+        var = (x * x).sum(-1, keepdim=True).div_(x.shape[-1])
+        return x * var.add_(eps).rsqrt_() * weight
     # Normalise in float32, cast back, then scale: transformers' order of operations.
     xf = x.float()
     xf = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps)
@@ -35,8 +38,8 @@ def _rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor
 
 
 def _silu_mul(gate_up: torch.Tensor, inter: int) -> torch.Tensor:
-    gate, up = gate_up.split(inter, dim=-1)
-    return F.silu(gate) * up
+    # Slices, not Tensor.split: the same two views without split's Python wrapper.
+    return F.silu(gate_up[..., :inter]) * gate_up[..., inter:]
 
 
 def _cuda_only(compiled, eager):

@@ -1,9 +1,10 @@
-"""Torch work of the engine's on the CPU, outside its scheduling thread, runs on threads that end.
+"""The engine's torch work on the CPU, outside its scheduling thread, runs on threads that end.
 
 Torch's CPU wheels parallelise with GNU OpenMP, which gives every thread that runs a parallel
 region a pool of worker threads for the rest of that thread's life. While the pools of a
-process hold more threads than the machine has cores, the runtime stops spinning between
-regions, so every parallel region wakes its workers through the kernel. The engine computes
+process hold more threads than the machine has cores, the runtime spins only briefly between
+regions (libgomp: 100 spins, not 300,000) before its workers sleep, so every parallel region
+wakes them through the kernel. The engine computes
 on its scheduling thread; a model loaded on the caller's thread left that thread's pool
 alive beside it, and each of the hundreds of products of a decode step then paid the wake.
 On the 2-core development machine that made CPU decode about 1.6x slower

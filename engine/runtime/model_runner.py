@@ -4,6 +4,7 @@ from __future__ import annotations
 import torch
 
 from engine.model.transformer import AttnMeta, Transformer
+from engine.runtime.cpu_decode import CpuDecode
 from engine.runtime.kv_pool import KVPool
 from engine.runtime.sampling import argmax_rows
 from engine.runtime.sequence import Sequence
@@ -21,6 +22,8 @@ class ModelRunner:
         self._ring, self._ring_at = [torch.empty(0, dtype=torch.int64)] * 2, 0
         self.graphs = None
         self.graph_error: str | None = None
+        # Decode steps on the CPU run as one flat loop (engine.runtime.cpu_decode), same logits.
+        self.cpu_decode = CpuDecode(model) if CpuDecode.fits(model, ops, self.caches) else None
         if cuda_graphs and self.device.type == "cuda":
             from engine.runtime.cuda_graphs import DecodeGraphs
             try:
@@ -73,9 +76,14 @@ class ModelRunner:
         meta = AttnMeta(slot_mapping=self._t(slots, torch.int64), decode=True,
                         block_tables=self._t(table, torch.int32), seq_lens=self._t(lens, torch.int32))
         ids_t = self._next_ids if ahead else self._t(ids, torch.int64)
-        logits = self.model(ids_t, self._t(pos, torch.int64), meta, self.ops, self.caches)
+        logits = self._decode_forward(ids_t, self._t(pos, torch.int64), meta)
         self._next_ids = argmax_rows(logits)
         return logits
+
+    def _decode_forward(self, ids: torch.Tensor, pos: torch.Tensor, meta: AttnMeta) -> torch.Tensor:
+        if self.cpu_decode is not None:
+            return self.cpu_decode.forward(ids, pos, meta, self.caches)
+        return self.model(ids, pos, meta, self.ops, self.caches)
 
     def decode_windows(self, windows: list[tuple[Sequence, list[int]]]) -> tuple[torch.Tensor, list[int]]:
         """One decode-path forward over every sequence's window: its tokens (its last token,
@@ -102,7 +110,7 @@ class ModelRunner:
             meta = AttnMeta(slot_mapping=self._t(slots, torch.int64), decode=True,
                             block_tables=self._t(table, torch.int32),
                             seq_lens=self._t([p + 1 for p in pos], torch.int32))
-            logits = self.model(self._t(ids, torch.int64), self._t(pos, torch.int64), meta, self.ops, self.caches)
+            logits = self._decode_forward(self._t(ids, torch.int64), self._t(pos, torch.int64), meta)
             self._next_ids = argmax_rows(logits)
         return logits, self._next_ids.tolist()
 
