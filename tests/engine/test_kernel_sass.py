@@ -2,7 +2,6 @@
 registers, occupancy and its main loop's instructions (no GPU needed)."""
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -11,15 +10,14 @@ from pathlib import Path
 
 import pytest
 
+from tests.script_module import load_script
+
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "scripts" / "kernel_sass.py"
 
 
 def _module():
-    spec = importlib.util.spec_from_file_location("kernel_sass", SCRIPT)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script(SCRIPT)
 
 
 @pytest.fixture(scope="module")

@@ -2,7 +2,6 @@
 the attention's and the products' achieved rates, and the ceilings they imply."""
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
@@ -11,16 +10,14 @@ from pathlib import Path
 import pytest
 
 from engine.model.config import ModelConfig
+from tests.script_module import load_script
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "scripts" / "profile_cpu_prefill.py"
 
 
 def _module():
-    spec = importlib.util.spec_from_file_location("profile_cpu_prefill", SCRIPT)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script(SCRIPT)
 
 
 @pytest.fixture(scope="module")

@@ -3,22 +3,19 @@ for the same seed, loadable by the engine, and it never stops early on an end to
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
 import pytest
 
 from gates.runtime import PROBES
+from tests.script_module import load_script
 
 REFERENCE = Path(__file__).resolve().parents[2] / ".assay" / "models" / "smollm2-135m-instruct"
 
 
 def _module():
-    spec = importlib.util.spec_from_file_location("random_model_probe", PROBES / "random_model.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script(PROBES / "random_model.py", "random_model_probe")
 
 
 @pytest.fixture

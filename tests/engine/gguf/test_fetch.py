@@ -1,7 +1,6 @@
 """scripts/fetch_model.py: cached runs do nothing; bytes that are not the pinned ones are refused."""
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 import sys
 import zipfile
@@ -9,16 +8,14 @@ import zipfile
 import pytest
 
 from engine.gguf_import import pins
+from tests.script_module import load_script
 
 from .conftest import MODEL_DIR, REPO
 
 
 @pytest.fixture(scope="module")
 def fetch():
-    spec = importlib.util.spec_from_file_location("fetch_model", REPO / "scripts" / "fetch_model.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(REPO / "scripts" / "fetch_model.py")
 
 
 def test_second_run_does_nothing(model_dir):
