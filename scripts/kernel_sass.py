@@ -131,7 +131,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--kv", choices=sorted(KV), required=True, help="cache dtype (fp32: float32 queries too)")
     ap.add_argument("--shape", choices=sorted(SHAPES), default="8b")
-    ap.add_argument("--config", help="launch config 'bn,w,st,split[,e][,cN]' (default: the pinned one)")
+    ap.add_argument("--config", help="launch config 'bn,w,st,split[,e][,n][,cN]' (default: the pinned one)")
     ap.add_argument("--arch", type=int, choices=sorted(SM_LIMITS), default=90)
     ap.add_argument("--json", help="write the report to this file")
     args = ap.parse_args(argv)

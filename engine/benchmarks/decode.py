@@ -148,7 +148,7 @@ def main(argv=None) -> int:
     ap.add_argument("--no-hf-static", action="store_true", help="no transformers static-cache compiled row")
     ap.add_argument("--json", help="write the numbers to this file")
     ap.add_argument("--copy-gib", type=float, default=2.0)
-    ap.add_argument("--int8-config", help="int8 decode-attention launch config 'bn,w,st,split[,e][,cN]' for this "
+    ap.add_argument("--int8-config", help="int8 decode-attention launch config 'bn,w,st,split[,e][,n][,cN]' for this "
                     "run (default: the pinned DEFAULT_CONFIGS[True])")
     args = ap.parse_args(argv) if argv is not None else ap.parse_args()
     if not torch.cuda.is_available() and args.config == "8b":

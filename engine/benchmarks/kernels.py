@@ -112,21 +112,21 @@ def sweep(int8: bool, gen, report) -> DecodeConfig:
 
 
 def parse_config(text: str) -> DecodeConfig:
-    """'block_n,warps,stages,split[,e][,cN]' (e: early V load; cN: stage 2 merges N splits a
-    step) -> DecodeConfig."""
+    """'block_n,warps,stages,split[,e][,n][,cN]' (e: early V load; n: 32-bit KV addresses while
+    the caches fit them; cN: stage 2 merges N splits a step) -> DecodeConfig."""
     parts = text.split(",")
     bn, w, st, sp = (int(x) for x in parts[:4])
     flags = parts[4:]
     chunks = [int(f[1:]) for f in flags if f.startswith("c")]
-    if any(f not in ("e",) and not f.startswith("c") for f in flags) or len(chunks) > 1:
-        raise ValueError(f"config {text!r}: expected 'block_n,warps,stages,split[,e][,cN]'")
-    return DecodeConfig(bn, w, st, sp, early_v="e" in flags,
+    if any(f not in ("e", "n") and not f.startswith("c") for f in flags) or len(chunks) > 1:
+        raise ValueError(f"config {text!r}: expected 'block_n,warps,stages,split[,e][,n][,cN]'")
+    return DecodeConfig(bn, w, st, sp, early_v="e" in flags, narrow_offsets="n" in flags,
                         **({"merge_chunk": chunks[0]} if chunks else {}))
 
 
 def config_text(cfg: DecodeConfig) -> str:
     return (f"{cfg.block_n},{cfg.num_warps},{cfg.num_stages},{cfg.split_tokens}" + (",e" if cfg.early_v else "")
-            + f",c{cfg.merge_chunk}")
+            + (",n" if cfg.narrow_offsets else "") + f",c{cfg.merge_chunk}")
 
 
 def pick_int8(candidates, gen, report) -> DecodeConfig:
@@ -177,10 +177,10 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sweep", action="store_true", help="pick launch configs by timing SWEEP first")
     ap.add_argument("--json", help="write every figure to this file")
-    ap.add_argument("--int8-candidates", help="'bn,w,st,split[,e][,cN];...': time these int8 configs against "
+    ap.add_argument("--int8-candidates", help="'bn,w,st,split[,e][,n][,cN];...': time these int8 configs against "
                     "the bf16 default and use the best for the int8 rows")
-    ap.add_argument("--bf16-candidates", help="'bn,w,st,split[,e][,cN];...': time these bf16 configs side by side")
-    ap.add_argument("--pick", help="write the picked int8 config ('bn,w,st,split[,e],cN') to this file")
+    ap.add_argument("--bf16-candidates", help="'bn,w,st,split[,e][,n][,cN];...': time these bf16 configs side by side")
+    ap.add_argument("--pick", help="write the picked int8 config ('bn,w,st,split[,e][,n],cN') to this file")
     args = ap.parse_args(argv)
     if not torch.cuda.is_available():
         print("bench_kernels needs CUDA", file=sys.stderr)

@@ -40,6 +40,7 @@ class DecodeConfig:
     split_tokens: int = SPLIT_TOKENS
     early_v: bool = False   # issue the V tile's load with K's, before the scores: more bytes in flight
     merge_chunk: int = MERGE_CHUNK   # splits stage 2 merges a step; a constant, for batch invariance
+    narrow_offsets: bool = False   # 32-bit KV addresses while the caches have under 2**31 elements
 
     def __post_init__(self) -> None:
         if self.split_tokens % self.block_n:
@@ -56,10 +57,13 @@ class DecodeConfig:
 # P @ V product cross warps (inferred, not profiled). Its split (384 tokens, still a fixed count)
 # is longer than bf16's: at batch 1 the time follows the number of splits more than the bytes.
 # Both merge 64 splits a step: 32K context has 86-128 splits, which 16 a step walked in 6-8
-# dependent rounds.
+# dependent rounds. Only int8 forms its KV addresses in 32 bits (narrow_offsets): its loop loses
+# the 64-bit address arithmetic, while bf16 gained 0.2% from it and the float32 kernel (the
+# reference model's) spilled more.
 DEFAULT_CONFIGS = {
     False: DecodeConfig(block_n=128, num_warps=4, num_stages=3, split_tokens=256, merge_chunk=64),
-    True: DecodeConfig(block_n=64, num_warps=2, num_stages=2, split_tokens=384, early_v=True, merge_chunk=64),
+    True: DecodeConfig(block_n=64, num_warps=2, num_stages=2, split_tokens=384, early_v=True, merge_chunk=64,
+                       narrow_offsets=True),
 }
 
 
@@ -75,7 +79,7 @@ def _decode_split_kernel(
         qk_scale, num_kv_heads,
         G: tl.constexpr, G_PAD: tl.constexpr, HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr,
         PAGE: tl.constexpr, BLOCK_N: tl.constexpr, SPLIT: tl.constexpr,
-        IS_INT8: tl.constexpr, DOT_F32: tl.constexpr, EARLY_V: tl.constexpr):
+        IS_INT8: tl.constexpr, DOT_F32: tl.constexpr, EARLY_V: tl.constexpr, OFF64: tl.constexpr):
     b = tl.program_id(0)
     kvh = tl.program_id(1)
     s = tl.program_id(2)
@@ -116,7 +120,9 @@ def _decode_split_kernel(
     for n0 in range(0, SPLIT, BLOCK_N):
         t = start + n0 + offs_n
         tmask = t < end
-        blk = tl.load(bt_row + t // PAGE, mask=tmask, other=0).to(tl.int64)
+        blk = tl.load(bt_row + t // PAGE, mask=tmask, other=0)
+        if OFF64:
+            blk = blk.to(tl.int64)
         row = blk * PAGE + t % PAGE                       # slot of each token
         head_row = row * num_kv_heads + kvh
         if HEAD_DIM == BLOCK_D:
@@ -131,7 +137,9 @@ def _decode_split_kernel(
             # vectorised. Tokens past `end` in a valid page are read and get p = 0 exactly.
             pg = (start + n0) // PAGE + tl.arange(0, BLOCK_N // PAGE)
             pvalid = pg * PAGE < end
-            pblk = tl.load(bt_row + pg, mask=pvalid, other=0).to(tl.int64)
+            pblk = tl.load(bt_row + pg, mask=pvalid, other=0)
+            if OFF64:
+                pblk = pblk.to(tl.int64)
             v_off = ((pblk * num_kv_heads + kvh) * (HEAD_DIM * PAGE))[:, None, None] + \
                 (d * PAGE)[None, :, None] + tl.arange(0, PAGE)[None, None, :]
             if HEAD_DIM == BLOCK_D:
@@ -226,6 +234,12 @@ def _decode_merge_kernel(po_ptr, plse_ptr, sl_ptr, out_ptr,
     tl.store(dst, (acc / w_sum).to(out_ptr.dtype.element_ty), mask=dmask)
 
 
+def wide_offsets(cfg: DecodeConfig, k_cache: torch.Tensor, v_cache: torch.Tensor) -> bool:
+    """Whether stage 1 forms its KV addresses in 64 bits: always, unless the config asks for
+    32-bit ones and every element of both caches is addressable with them."""
+    return not (cfg.narrow_offsets and max(k_cache.numel(), v_cache.numel()) < 2**31)
+
+
 def paged_decode_attention_triton(q, k_cache, v_cache, k_scale, v_scale, block_tables, seq_lens,
                                   sm_scale: float, config: DecodeConfig | None = None,
                                   out: torch.Tensor | None = None) -> torch.Tensor:
@@ -269,6 +283,7 @@ def paged_decode_attention_triton(q, k_cache, v_cache, k_scale, v_scale, block_t
         G=g, G_PAD=max(16, triton.next_power_of_2(g)), HEAD_DIM=d, BLOCK_D=block_d,
         PAGE=page, BLOCK_N=cfg.block_n, SPLIT=cfg.split_tokens, IS_INT8=is_int8,
         DOT_F32=q.dtype == torch.float32 or _interpreting(), EARLY_V=cfg.early_v,
+        OFF64=wide_offsets(cfg, k_cache, v_cache),
         num_warps=cfg.num_warps, num_stages=cfg.num_stages)
     _decode_merge_kernel[(batch, hq)](
         partial, lse, seq_lens, out, sp_b, sp_h, sp_s, lse.stride(0), lse.stride(1),
@@ -278,4 +293,4 @@ def paged_decode_attention_triton(q, k_cache, v_cache, k_scale, v_scale, block_t
     return out
 
 
-__all__ = ["SPLIT_TOKENS", "DecodeConfig", "DEFAULT_CONFIGS", "paged_decode_attention_triton"]
+__all__ = ["SPLIT_TOKENS", "DecodeConfig", "DEFAULT_CONFIGS", "paged_decode_attention_triton", "wide_offsets"]

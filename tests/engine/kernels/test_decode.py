@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import pytest
 import torch
 
 from engine.kernels.reference import paged_decode_attention_ref
-from engine.kernels.triton_decode import (MERGE_CHUNK, SPLIT_TOKENS, DecodeConfig,
-                                          paged_decode_attention_triton)
+from engine.benchmarks.kernels import parse_config
+from engine.kernels.triton_decode import (DEFAULT_CONFIGS, MERGE_CHUNK, SPLIT_TOKENS, DecodeConfig,
+                                          paged_decode_attention_triton, wide_offsets)
 from tests.engine.kernels.paged_inputs import build, randn, rel_err
 
 # Lengths straddle block (16) and split (256) boundaries; 0 is an idle batch slot.
@@ -149,3 +151,29 @@ def test_merge_chunk_keeps_the_result_and_batch_invariance(device, gen, chunk):
 def test_merge_chunk_must_be_a_power_of_two(chunk):
     with pytest.raises(ValueError, match="merge_chunk must be a power of two"):
         DecodeConfig(merge_chunk=chunk)
+
+
+@pytest.mark.parametrize("text", ["64,2,2,384,e,c64", "32,1,2,384,e,c64"])
+def test_int8_narrow_offsets_keep_the_bits(device, gen, text):
+    """32-bit KV addresses read the same elements as 64-bit ones: the same output bits, at the
+    int8 launch shapes (two warps with 64-token tiles, one warp with 32) and split boundaries."""
+    wide = parse_config(text)
+    narrow = dataclasses.replace(wide, narrow_offsets=True)
+    lens = [1, 37, 384 + 19, 2 * 384 + 1, 16]
+    p = build(gen, lens, num_kv_heads=2, head_dim=32, cache_dtype=torch.int8, device=device)
+    q = randn(gen, len(lens), 8, 32, device=device)
+    args = (q, *p.cache_args(), p.block_tables, p.seq_lens, 1 / math.sqrt(32))
+    got_wide = paged_decode_attention_triton(*args, config=wide)
+    got_narrow = paged_decode_attention_triton(*args, config=narrow)
+    assert torch.equal(got_narrow, got_wide)
+    assert rel_err(got_narrow, paged_decode_attention_ref(*args)) < 1e-5
+
+
+def test_narrow_offsets_fall_back_to_wide_for_a_cache_of_2_31_elements():
+    narrow = dataclasses.replace(DEFAULT_CONFIGS[True], narrow_offsets=True)
+    small = torch.empty((4, 16, 8, 128), dtype=torch.int8, device="meta")
+    big = torch.empty((2**31 // (16 * 8 * 128), 16, 8, 128), dtype=torch.int8, device="meta")
+    assert big.numel() == 2**31
+    assert wide_offsets(narrow, small, small) is False
+    assert wide_offsets(narrow, big, small) is True and wide_offsets(narrow, small, big) is True
+    assert wide_offsets(dataclasses.replace(narrow, narrow_offsets=False), small, small) is True
