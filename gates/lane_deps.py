@@ -18,6 +18,8 @@ import zipfile
 from email.parser import HeaderParser
 from pathlib import Path
 
+from gates.install import clean_env
+
 # Phases whose probes import a package beyond the engine's own dependencies.
 PROBE_NEEDS: dict[str, tuple[str, ...]] = {
     "client-turn": ("openai",),      # the official client, as a user's application drives the engine
@@ -97,11 +99,17 @@ def needed(wheel: Path, chain) -> dict[str, list[str]]:
 
 def missing_on_host(host, python: str, requirements: dict[str, list[str]]) -> tuple[dict, dict]:
     """What PYTHON on HOST does not satisfy, by who needs it: (the requirements themselves, their
-    own requirements as "dist -> requirement (why)"); both empty when all are met."""
+    own requirements as "dist -> requirement (why)"); both empty when all are met.
+
+    PYTHON is asked in the environment the lane's commands get (gates.install.clean_env) and
+    without the user's site-packages (-s), as the lane's venv sees it: packages that only
+    PYTHONPATH or ~/.local made visible to whoever started the lane never reach the engine."""
     direct, below = {}, {}
     for who, reqs in requirements.items():
         if not reqs:
             continue
-        for line in json.loads(host.run([python, "-c", _CHECK, json.dumps(reqs)], timeout=120).check().stdout):
+        out = host.run([python, "-s", "-c", _CHECK, json.dumps(reqs)], env=clean_env("/"), replace_env=True,
+                       timeout=120)
+        for line in json.loads(out.check().stdout):
             (below if " -> " in line else direct).setdefault(who, []).append(line)
     return direct, below

@@ -41,6 +41,21 @@ def test_the_host_check_names_each_unmet_requirement_and_why():
     assert below == {}
 
 
+def test_a_package_seen_only_through_pythonpath_is_missing(tmp_path, monkeypatch):
+    # What started the lane may see a package through PYTHONPATH; the lane's venv and its engine
+    # run in a clean environment and do not, so the check must not count it as installed.
+    extra = tmp_path / "extra"
+    info = extra / "assay_pythonpath_only-1.0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: assay-pythonpath-only\nVersion: 1.0\n")
+    monkeypatch.setenv("PYTHONPATH", str(extra))
+    seen = subprocess.run([sys.executable, "-c", "from importlib import metadata; print(metadata.version('assay-pythonpath-only'))"],
+                          check=True, capture_output=True, text=True).stdout.strip()
+    assert seen == "1.0"          # visible to a child that inherits the environment
+    missing, _ = lane_deps.missing_on_host(LocalHost(), sys.executable, {"engine wheel": ["assay-pythonpath-only>=1"]})
+    assert missing == {"engine wheel": ["assay-pythonpath-only>=1 (not installed)"]}
+
+
 def test_the_check_follows_each_requirement_s_own_requirements(tmp_path):
     # An interpreter that sees this machine's packages plus one installed distribution whose own
     # requirements are unmet: as a fastapi whose telemetry dependency is missing fails at import.
