@@ -49,8 +49,8 @@ def test_a_package_seen_only_through_pythonpath_is_missing(tmp_path, monkeypatch
     info.mkdir(parents=True)
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: assay-pythonpath-only\nVersion: 1.0\n")
     monkeypatch.setenv("PYTHONPATH", str(extra))
-    seen = subprocess.run([sys.executable, "-c", "from importlib import metadata; print(metadata.version('assay-pythonpath-only'))"],
-                          check=True, capture_output=True, text=True).stdout.strip()
+    probe = "from importlib import metadata; print(metadata.version('assay-pythonpath-only'))"
+    seen = subprocess.run([sys.executable, "-c", probe], check=True, capture_output=True, text=True).stdout.strip()
     assert seen == "1.0"          # visible to a child that inherits the environment
     missing, _ = lane_deps.missing_on_host(LocalHost(), sys.executable, {"engine wheel": ["assay-pythonpath-only>=1"]})
     assert missing == {"engine wheel": ["assay-pythonpath-only>=1 (not installed)"]}
