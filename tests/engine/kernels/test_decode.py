@@ -16,6 +16,11 @@ from tests.engine.kernels.paged_inputs import build, randn, rel_err
 
 # Lengths straddle block (16) and split (256) boundaries; 0 is an idle batch slot.
 MIXED_LENS = [1, 37, SPLIT_TOKENS + 19, 2 * SPLIT_TOKENS + 1, 16]
+# int8 against its dequantized float32 reference: the kernel applies the scales after the dot
+# products and merges splits, so the two differ by float32 rounding only. Over 200 seeds per test
+# the relative error had a median of 7.6e-6 and a maximum of 1.2e-5 (about 5% of seeds above
+# 1e-5, which made a bound of 1e-5 fail CI at random); float32 rounding elsewhere here is 1e-4.
+INT8_VS_REF = 1e-4
 
 
 def run_both(p, q, sm_scale):
@@ -52,7 +57,7 @@ def test_int8_matches_int8_reference_tightly(device, gen, hq, hkv):
     p = build(gen, MIXED_LENS, num_kv_heads=hkv, head_dim=d, cache_dtype=torch.int8, device=device)
     q = randn(gen, len(MIXED_LENS), hq, d, device=device)
     got, ref = run_both(p, q, 1 / math.sqrt(d))
-    assert rel_err(got, ref) < 1e-5
+    assert rel_err(got, ref) < INT8_VS_REF
 
 
 def test_int8_close_to_unquantized(device, gen):
@@ -166,7 +171,7 @@ def test_int8_narrow_offsets_keep_the_bits(device, gen, text):
     got_wide = paged_decode_attention_triton(*args, config=wide)
     got_narrow = paged_decode_attention_triton(*args, config=narrow)
     assert torch.equal(got_narrow, got_wide)
-    assert rel_err(got_narrow, paged_decode_attention_ref(*args)) < 1e-5
+    assert rel_err(got_narrow, paged_decode_attention_ref(*args)) < INT8_VS_REF
 
 
 def test_narrow_offsets_fall_back_to_wide_for_a_cache_of_2_31_elements():
