@@ -1,0 +1,136 @@
+"""Float32 causal attention of one layer on the CPU: the engine's call against the other ways
+torch offers to compute it, side by side in one run.
+
+    .venv/bin/python scripts/bench_cpu_attention.py [--tokens 7400] [--rounds 5] [--json out.json]
+
+Issue 18's CPU prefill target (1.2x transformers) needs an attention faster than the fused
+kernel both runners call (docs/perf/reference-model.md: attention is 56% of the prefill). This
+measures whether torch itself has one, at the reference model's shape (9 query heads, 3 KV
+heads, head dimension 64) over a `--tokens` prompt:
+
+- engine: `scaled_dot_product_attention(is_causal=True, enable_gqa=True)` on the [token, head,
+  dim] tensors viewed as [1, head, token, dim], as engine.kernels.reference calls it;
+- sdpa-expanded: the same kernel on contiguous tensors with the KV heads repeated;
+- flex: `torch.compile(flex_attention)` with a causal block mask (inductor's CPU template);
+- blocked-math: query blocks of 1,024 rows, each a batched product over its causal prefix, a
+  softmax and a second product: MKL's GEMMs with the score blocks in memory.
+
+Rounds alternate the variants, so drift on a shared machine falls on all of them alike. Each
+row gives the median time, the rate in GFLOPS (causal FLOPs: 2 x 2 x n^2 / 2 x dim x heads), the
+ratio of the engine's median to the row's (above 1: faster than the engine's call) and the
+relative error against the engine's output. A 4096^3 SGEMM gives the machine's float32 rate.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import statistics
+import time
+
+import torch
+import torch.nn.functional as F
+
+
+def sgemm_gflops() -> float:
+    a, b = torch.randn(4096, 4096), torch.randn(4096, 4096)
+    a @ b
+    times = []
+    for _ in range(5):
+        t = time.perf_counter()
+        a @ b
+        times.append(time.perf_counter() - t)
+    return 2 * 4096**3 / statistics.median(times) / 1e9
+
+
+def variants(q, k, v, scale: float, block: int):
+    """name -> callable returning [heads, tokens, dim]; q [n, Hq, D], k and v [n, Hkv, D]."""
+    n, hq, d = q.shape
+    g = hq // k.shape[1]
+    qv, kv, vv = (t.transpose(0, 1)[None] for t in (q, k, v))
+    qc = qv.contiguous()
+    kc = kv.repeat_interleave(g, 1).contiguous()
+    vc = vv.repeat_interleave(g, 1).contiguous()
+
+    def engine():
+        return F.scaled_dot_product_attention(qv, kv, vv, is_causal=True, scale=scale,
+                                              enable_gqa=g > 1)[0]
+
+    def expanded():
+        return F.scaled_dot_product_attention(qc, kc, vc, is_causal=True, scale=scale)[0]
+
+    from torch.nn.attention.flex_attention import create_block_mask, flex_attention
+    mask = create_block_mask(lambda b, h, qi, ki: qi >= ki, None, None, n, n, device="cpu")
+    flex = torch.compile(flex_attention)
+
+    def flexed():
+        return flex(qc, kv.contiguous(), vv.contiguous(), block_mask=mask, scale=scale,
+                    enable_gqa=g > 1)[0]
+
+    def blocked():
+        out = torch.empty(hq, n, d)
+        for s in range(0, n, block):
+            e = min(n, s + block)
+            scores = torch.bmm(qc[0, :, s:e] * scale, kc[0, :, :e].transpose(1, 2))
+            diag = torch.ones(e - s, e - s, dtype=torch.bool).triu_(1)
+            scores[:, :, s:e].masked_fill_(diag, float("-inf"))
+            torch.softmax(scores, -1, out=scores)
+            out[:, s:e] = torch.bmm(scores, vc[0, :, :e])
+        return out
+
+    return {"engine": engine, "sdpa-expanded": expanded, "flex": flexed,
+            "blocked-math": blocked}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--tokens", type=int, default=7400)
+    ap.add_argument("--heads", type=int, default=9)
+    ap.add_argument("--kv-heads", type=int, default=3)
+    ap.add_argument("--head-dim", type=int, default=64)
+    ap.add_argument("--block", type=int, default=1024, help="query rows per blocked-math step")
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--json", help="write the figures here as well")
+    a = ap.parse_args()
+    torch.set_num_threads(a.threads)
+    gen = torch.Generator().manual_seed(0)
+    n, hq, hkv, d = a.tokens, a.heads, a.kv_heads, a.head_dim
+    q = torch.randn(n, hq, d, generator=gen)
+    k, v = torch.randn(n, hkv, d, generator=gen), torch.randn(n, hkv, d, generator=gen)
+    rate = sgemm_gflops()
+    fns = variants(q, k, v, d ** -0.5, a.block)
+    want = fns["engine"]()
+    errors, times = {}, {name: [] for name in fns}
+    for name, fn in fns.items():                  # warm-up; compiles flex once, outside the rounds
+        got = fn()
+        errors[name] = float((got - want).double().norm() / want.double().norm())
+    for _ in range(a.rounds):
+        for name, fn in fns.items():
+            t = time.perf_counter()
+            fn()
+            times[name].append(time.perf_counter() - t)
+    flop = 2 * 2 * n * n / 2 * d * hq
+    base = statistics.median(times["engine"])
+    rows = []
+    print(f"{platform.processor() or platform.machine()}, torch {torch.__version__}, "
+          f"{a.threads} threads, {n} tokens, {hq}/{hkv} heads, dim {d}; SGEMM {rate:.0f} GFLOPS")
+    print(f"{'variant':14s} {'median ms':>10s} {'GFLOPS':>7s} {'of SGEMM':>8s} {'vs engine':>9s} "
+          f"{'rel err':>8s}")
+    for name in fns:
+        med = statistics.median(times[name])
+        row = {"variant": name, "median_s": med, "gflops": flop / med / 1e9,
+               "of_sgemm": flop / med / 1e9 / rate, "speedup_vs_engine": base / med,
+               "rel_err": errors[name], "times_s": times[name]}
+        rows.append(row)
+        print(f"{name:14s} {med * 1e3:10.1f} {row['gflops']:7.1f} {row['of_sgemm']:8.2f} "
+              f"{row['speedup_vs_engine']:9.2f} {row['rel_err']:8.1e}")
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump({"tokens": n, "heads": hq, "kv_heads": hkv, "head_dim": d,
+                       "threads": a.threads, "torch": torch.__version__,
+                       "sgemm_gflops": rate, "rows": rows}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
