@@ -66,6 +66,20 @@ class Service:
     cmdline: list[str] | None = None  # as started; None in a pid file of the older "<pid> <url>" form
     create_time: float | None = None  # the process's start time (psutil), which a reused pid does not share
     worker: str | None = None  # a worker's name on its pool: the label of the runs it took (flows/recovery.py)
+    boot_start: float | None = None  # seconds from boot to its start (Linux), which no clock change moves
+
+
+def _boot_start(pid: int) -> float | None:
+    """Seconds from boot to the process's start: /proc/<pid>/stat's starttime (field 22), in
+    clock ticks. psutil's create_time adds to it the boot time that the kernel derives from the
+    wall clock, in whole seconds, so a clock step, or a slew that carries it across a second,
+    moves it (the likely cause of a live process once looking like another in CI). None where
+    /proc has no such file."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        return int(stat[stat.rindex(")") + 2:].split()[19]) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def _pidfile(run_dir: Path, name: str) -> Path:
@@ -76,11 +90,12 @@ def write_pidfile(run_dir: Path, name: str, pid: int, cmdline: list[str], url: s
                   worker: str | None = None) -> Service:
     """Record what was started: its pid, its command line and its start time."""
     try:
-        service = Service(name, pid, url, list(cmdline), psutil.Process(pid).create_time(), worker)
+        service = Service(name, pid, url, list(cmdline), psutil.Process(pid).create_time(), worker, _boot_start(pid))
     except psutil.NoSuchProcess:
         raise ServiceFailed(f"{name} (pid {pid}) exited as soon as it started; see its log under {run_dir.parent}/logs") from None
     _pidfile(run_dir, name).write_text(json.dumps({"pid": pid, "url": url, "cmdline": service.cmdline,
-                                                   "create_time": service.create_time, "worker": worker}))
+                                                   "create_time": service.create_time, "worker": worker,
+                                                   "boot_start": service.boot_start}))
     return service
 
 
@@ -92,9 +107,10 @@ def read_pidfile(run_dir: Path, name: str) -> Service | None:
         return None
     try:
         data = json.loads(text)
-        worker = data.get("worker")
+        worker, boot_start = data.get("worker"), data.get("boot_start")
         return Service(name, int(data["pid"]), data.get("url"), [str(a) for a in data["cmdline"]],
-                       float(data["create_time"]), str(worker) if worker is not None else None)
+                       float(data["create_time"]), str(worker) if worker is not None else None,
+                       float(boot_start) if boot_start is not None else None)
     except (ValueError, TypeError, KeyError):
         pid, _, url = text.partition(" ")  # the older form: "<pid> <url>"
         return Service(name, int(pid), url.strip() or None) if pid.strip().isdigit() else None
@@ -119,7 +135,12 @@ def not_ours(service: Service) -> str | None:
         if cmdline[1:5] != _LEGACY_SHAPE.get(service.name):
             return f"pid {service.pid} is now {' '.join(cmdline)!r}, not a {service.name}"
         return None
-    if cmdline != service.cmdline or service.create_time is None or abs(created - service.create_time) > 0.5:
+    boot_start = _boot_start(service.pid) if service.boot_start is not None else None
+    if boot_start is not None:     # the same clock tick since boot: the same process, whatever the wall clock did
+        same_start = abs(boot_start - service.boot_start) < 1e-6
+    else:                          # a pid file without it, or no /proc: the wall-clock start time
+        same_start = service.create_time is not None and abs(created - service.create_time) <= 0.5
+    if cmdline != service.cmdline or not same_start:
         return f"pid {service.pid} is now {' '.join(cmdline)!r}, not the {service.name} that was started"
     return None
 

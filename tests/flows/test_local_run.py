@@ -4,6 +4,7 @@ No Prefect server is needed: what is under test is what happens before one would
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -85,6 +86,31 @@ def test_running_trusts_only_the_recorded_process(tmp_path, sleeper):
     assert reasons == [f"prefect-server: stale pid file removed (pid {proc.pid} is not running); nothing was signalled"]
     (tmp_path / "prefect-server.pid").write_text("not a pid file \x00")
     assert running(tmp_path, "prefect-server") is None and not (tmp_path / "prefect-server.pid").exists()
+
+
+def test_a_clock_step_does_not_make_the_recorded_process_a_stranger(tmp_path, sleeper):
+    """psutil's wall-clock start time moves when the clock does (a one-second move once made a
+    live process look stale in CI); the start in ticks since boot does not, and decides."""
+    proc = sleeper()
+    service = write_pidfile(tmp_path, "prefect-server", proc.pid, ["sleep", "300"], "http://127.0.0.1:9/api")
+    assert service.boot_start is not None and 0 < service.boot_start <= time.clock_gettime(time.CLOCK_BOOTTIME)
+    pidfile = tmp_path / "prefect-server.pid"
+    data = json.loads(pidfile.read_text())
+    assert data["boot_start"] == service.boot_start
+    stepped = dict(data, create_time=data["create_time"] + 1.0)    # the record, read after a 1 s step
+    pidfile.write_text(json.dumps(stepped))
+    assert running(tmp_path, "prefect-server") == read_pidfile(tmp_path, "prefect-server") is not None
+    other = dict(data, boot_start=data["boot_start"] + 0.01)       # another start tick: another process
+    pidfile.write_text(json.dumps(other))
+    reasons = []
+    assert running(tmp_path, "prefect-server", on_stale=reasons.append) is None
+    assert reasons == [f"prefect-server: stale pid file removed (pid {proc.pid} is now 'sleep 300', not the "
+                       "prefect-server that was started); nothing was signalled"]
+    older = {k: v for k, v in data.items() if k != "boot_start"}    # a pid file written before boot_start
+    pidfile.write_text(json.dumps(older))
+    assert running(tmp_path, "prefect-server").create_time == service.create_time
+    pidfile.write_text(json.dumps(dict(older, create_time=data["create_time"] + 1.0)))
+    assert running(tmp_path, "prefect-server") is None             # ... falls back to the wall clock
 
 
 def test_a_dead_workers_pidfile_still_names_the_worker(tmp_path, sleeper):
