@@ -73,8 +73,7 @@ def _boot_start(pid: int) -> float | None:
     """Seconds from boot to the process's start: /proc/<pid>/stat's starttime (field 22), in
     clock ticks. psutil's create_time adds to it the boot time that the kernel derives from the
     wall clock, in whole seconds, so a clock step, or a slew that carries it across a second,
-    moves it (the likely cause of a live process once looking like another in CI). None where
-    /proc has no such file."""
+    moves it. None where /proc has no such file."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
         return int(stat[stat.rindex(")") + 2:].split()[19]) / os.sysconf("SC_CLK_TCK")

@@ -33,6 +33,13 @@ def sleeper():
     def start() -> subprocess.Popen:
         proc = subprocess.Popen(["sleep", "300"], start_new_session=True)
         started.append(proc)
+        # Popen returns once the child is forked, not once it has exec'd `sleep`: until then
+        # its command line is the parent's or empty (about 1 start in 300 here), and a pid
+        # file checked at once would rightly call it a stranger (CI failed so, at random).
+        deadline = time.monotonic() + 30
+        while psutil.Process(proc.pid).cmdline() != ["sleep", "300"]:
+            assert time.monotonic() < deadline, f"sleep (pid {proc.pid}) never exec'd"
+            time.sleep(0.001)
         return proc
 
     yield start
@@ -89,8 +96,8 @@ def test_running_trusts_only_the_recorded_process(tmp_path, sleeper):
 
 
 def test_a_clock_step_does_not_make_the_recorded_process_a_stranger(tmp_path, sleeper):
-    """psutil's wall-clock start time moves when the clock does (a one-second move once made a
-    live process look stale in CI); the start in ticks since boot does not, and decides."""
+    """psutil's wall-clock start time moves when the clock does; the start in ticks since boot
+    does not, and decides."""
     proc = sleeper()
     service = write_pidfile(tmp_path, "prefect-server", proc.pid, ["sleep", "300"], "http://127.0.0.1:9/api")
     assert service.boot_start is not None and 0 < service.boot_start <= time.clock_gettime(time.CLOCK_BOOTTIME)
