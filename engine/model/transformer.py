@@ -26,6 +26,20 @@ class AttnMeta:
     start_pos: int = 0                        # prefill: position of the first token
 
 
+# A long CPU prefill computes its row-wise work (projections, RoPE, the KV write, norms, the MLP)
+# in blocks of about this many rows (Block.forward says why): `python scripts/bench_cpu_row_blocks.py`
+# timed 256-4,096 on the reference model's shapes (docs/perf/reference-model.md).
+ROW_BLOCK = 1024
+
+
+def row_blocks(n: int) -> list[tuple[int, int]]:
+    """[start, end) spans covering n rows in equal blocks of at most ROW_BLOCK rows: no short last
+    block, whose product the BLAS might run with another kernel."""
+    count = -(-n // ROW_BLOCK)
+    size = -(-n // count)
+    return [(s, min(n, s + size)) for s in range(0, n, size)]
+
+
 class RMSNorm(nn.Module):
     def __init__(self, dim: int, eps: float):
         super().__init__()
@@ -48,6 +62,27 @@ class Attention(nn.Module):
 
     def forward(self, x, cos, sin, meta: AttnMeta, ops, cache):
         n = x.shape[0]
+        kc, vc, ks, vs = cache
+        if x.is_cuda or meta.decode or n <= ROW_BLOCK:
+            q = self._project_rope_write(x, cos, sin, meta.slot_mapping, ops, cache)
+        else:
+            # A long CPU prefill: the projection, RoPE and KV write of each block of rows in
+            # turn, into the contiguous q the attention takes (Block.forward says why blocks).
+            q = x.new_empty(n, self.h, self.d)
+            for s, e in row_blocks(n):
+                q[s:e] = self._project_rope_write(x[s:e], cos[s:e], sin[s:e], meta.slot_mapping[s:e],
+                                                  ops, cache)
+        if meta.decode:
+            q = q if q.is_cuda else q.contiguous()     # the CPU references reshape q with view()
+            o = ops.paged_decode_attention(q, kc, vc, ks, vs, meta.block_tables, meta.seq_lens, self.sm_scale)
+        else:
+            o = ops.paged_prefill_attention(q.contiguous(), kc, vc, ks, vs, meta.block_table, meta.start_pos,
+                                            self.sm_scale)
+        return self.o(o.reshape(n, self.h * self.d))
+
+    def _project_rope_write(self, x, cos, sin, slots, ops, cache) -> torch.Tensor:
+        """q [rows, heads, dim] of x's rows, after writing their rotated k and their v to the cache."""
+        n = x.shape[0]
         qkv = self.qkv(x).view(n, self.h + 2 * self.kvh, self.d)
         v = qkv[:, self.h + self.kvh:]
         if self.q_norm is not None:
@@ -59,22 +94,15 @@ class Attention(nn.Module):
                 and (kc.dtype == torch.int8 or kc.dtype == qkv.dtype)):
             # With the compiled elementwise ops on CUDA: RoPE and the KV write in one kernel,
             # computing what the compiled RoPE computes (float32, one rounding).
-            q = rope_write(qkv, self.h, self.kvh, cos, sin, kc, vc, ks, vs, meta.slot_mapping)
-        else:
-            if self.q_norm is None:   # q and k heads rotate together: one set of kernels instead of two
-                qk = fused.rope(qkv[:, :self.h + self.kvh], cos, sin)
-                q, k = qk[:, :self.h], qk[:, self.h:]
-            if kc.dtype != torch.int8 and kc.dtype != k.dtype:   # e.g. a bf16 cache under fp32 compute
-                k, v = k.to(kc.dtype), v.to(kc.dtype)
-            # The kernels take strided k/v/q (head_dim contiguous); copies would cost kernels per layer.
-            ops.write_kv(k, v, kc, vc, ks, vs, meta.slot_mapping)
-        if meta.decode:
-            q = q if q.is_cuda else q.contiguous()     # the CPU references reshape q with view()
-            o = ops.paged_decode_attention(q, kc, vc, ks, vs, meta.block_tables, meta.seq_lens, self.sm_scale)
-        else:
-            o = ops.paged_prefill_attention(q.contiguous(), kc, vc, ks, vs, meta.block_table, meta.start_pos,
-                                            self.sm_scale)
-        return self.o(o.reshape(n, self.h * self.d))
+            return rope_write(qkv, self.h, self.kvh, cos, sin, kc, vc, ks, vs, slots)
+        if self.q_norm is None:   # q and k heads rotate together: one set of kernels instead of two
+            qk = fused.rope(qkv[:, :self.h + self.kvh], cos, sin)
+            q, k = qk[:, :self.h], qk[:, self.h:]
+        if kc.dtype != torch.int8 and kc.dtype != k.dtype:   # e.g. a bf16 cache under fp32 compute
+            k, v = k.to(kc.dtype), v.to(kc.dtype)
+        # The kernels take strided k/v/q (head_dim contiguous); copies would cost kernels per layer.
+        ops.write_kv(k, v, kc, vc, ks, vs, slots)
+        return q
 
 
 class MLP(nn.Module):
@@ -99,9 +127,22 @@ class Block(nn.Module):
     def forward(self, h, residual, cos, sin, meta, ops, cache, next_norm: RMSNorm):
         """h: this block's normed input; returns (next_norm(new residual), new residual)."""
         a = self.attn(h, cos, sin, meta, ops, cache)
-        h, residual = fused.add_rms_norm(a, residual, self.mlp_norm.weight, self.mlp_norm.eps)
-        m = self.mlp(h)
-        return fused.add_rms_norm(m, residual, next_norm.weight, next_norm.eps)
+        if a.is_cuda or meta.decode or a.shape[0] <= ROW_BLOCK:
+            h, residual = fused.add_rms_norm(a, residual, self.mlp_norm.weight, self.mlp_norm.eps)
+            m = self.mlp(h)
+            return fused.add_rms_norm(m, residual, next_norm.weight, next_norm.eps)
+        # A long CPU prefill: everything after the attention is row-wise, and done block by
+        # block. A whole prompt's gate/up product is [rows, 2 x intermediate] floats, past the size
+        # above which the C allocator maps fresh pages for an allocation and unmaps them on free:
+        # every layer paid a page fault per 4 KiB of it, of SwiGLU's temporaries and of the
+        # norms' outputs. Blocks keep the temporaries small enough to be reused from the heap and
+        # warm in cache from one op to the next, and each block's results go back into the rows
+        # of a and residual it was read from (rows are independent; both are this pass's own).
+        # `python scripts/bench_cpu_row_blocks.py`; docs/perf/reference-model.md.
+        for s, e in row_blocks(a.shape[0]):
+            hb, rb = fused.add_rms_norm(a[s:e], residual[s:e], self.mlp_norm.weight, self.mlp_norm.eps)
+            a[s:e], residual[s:e] = fused.add_rms_norm(self.mlp(hb), rb, next_norm.weight, next_norm.eps)
+        return a, residual
 
 
 class Transformer(nn.Module):
