@@ -342,7 +342,14 @@ def main(argv: list[str] | None = None) -> int:
         print(_table(result))
         for kind, label, path in result.receipts:
             print(f"{kind:<6} {label:<32} {path}")
-        judged_verdict = _judge(host, spec, candidate, wheel, out_dir, key, judged, say) if judged else "pass"
+        judged_verdict = "pass"
+        if judged and result.verdict != "pass":
+            # The judged gates start the engine on this host too; a chain that did not pass (a
+            # host lacking the lane's packages, a candidate that failed a phase) has already
+            # decided the lane, and its window was restored.
+            say(f"judged gates: not run, the native chain ended {result.verdict}")
+        elif judged:
+            judged_verdict = _judge(host, spec, candidate, wheel, out_dir, key, judged, say)
     except LeaseHeld as error:
         err(str(error))
         return exit_codes.UNAVAILABLE
@@ -351,6 +358,9 @@ def main(argv: list[str] | None = None) -> int:
         return exit_codes.UNAVAILABLE
     except ReleaseError as error:    # a record that could not be written (e.g. it would publish a host path)
         err(str(error))
+        return exit_codes.FAILED
+    except PhaseFailed as error:     # the judged gates' window could not measure (its engine did not start)
+        err(f"judged gates: {scrub_text(str(error))}")
         return exit_codes.FAILED
     finally:
         host.close()
