@@ -37,7 +37,7 @@ def test_every_variant_is_causal_gqa_attention(tmp_path, monkeypatch):
     want = naive(q, k, v, 0.25)
     # blocks of 64 rows: two full ones and a ragged last one, each with its diagonal masked
     fns = load_script(SCRIPT).variants(q, k, v, 0.25, block=64)
-    assert sorted(fns) == ["blocked-math", "engine", "flex", "sdpa-expanded"]
+    assert sorted(fns) == ["blocked-math", "engine", "flex", "sdpa-expanded", "split-lse"]
     for name, fn in fns.items():
         got = fn().double()
         assert got.shape == (hq, n, d), name
@@ -55,7 +55,7 @@ def test_a_run_reports_each_variant_against_the_engine(tmp_path):
     r = json.loads(out.read_text())
     assert (r["tokens"], r["heads"], r["kv_heads"], r["head_dim"]) == (128, 9, 3, 64)
     rows = {row["variant"]: row for row in r["rows"]}
-    assert list(rows) == ["engine", "sdpa-expanded", "flex", "blocked-math"]
+    assert list(rows) == ["engine", "sdpa-expanded", "flex", "blocked-math", "split-lse"]
     assert rows["engine"]["speedup_vs_engine"] == 1.0 and rows["engine"]["rel_err"] == 0.0
     for row in rows.values():
         assert len(row["times_s"]) == 2 and row["median_s"] > 0 and row["rel_err"] < 1e-5
