@@ -28,7 +28,7 @@ class AttnMeta:
 
 # A long CPU prefill computes its row-wise work (projections, RoPE, the KV write, norms, the MLP)
 # in blocks of about this many rows (Block.forward says why): `python scripts/bench_cpu_row_blocks.py`
-# timed 256-4,096 on the reference model's shapes (docs/perf/reference-model.md).
+# timed blocks of 512-2,048 rows against one pass on the reference model (docs/perf/reference-model.md).
 ROW_BLOCK = 1024
 
 
@@ -134,10 +134,10 @@ class Block(nn.Module):
         # A long CPU prefill: everything after the attention is row-wise, and done block by
         # block. A whole prompt's gate/up product is [rows, 2 x intermediate] floats, past the size
         # above which the C allocator maps fresh pages for an allocation and unmaps them on free:
-        # every layer paid a page fault per 4 KiB of it, of SwiGLU's temporaries and of the
-        # norms' outputs. Blocks keep the temporaries small enough to be reused from the heap and
-        # warm in cache from one op to the next, and each block's results go back into the rows
-        # of a and residual it was read from (rows are independent; both are this pass's own).
+        # every layer paid a page fault per 4 KiB of it and of SwiGLU's temporaries. Blocks keep
+        # the temporaries small enough to be reused from the heap and warm in cache from one op to
+        # the next, and each block's results go back into the rows of a and residual it was read
+        # from (rows are independent; both are this pass's own).
         # `python scripts/bench_cpu_row_blocks.py`; docs/perf/reference-model.md.
         for s, e in row_blocks(a.shape[0]):
             hb, rb = fused.add_rms_norm(a[s:e], residual[s:e], self.mlp_norm.weight, self.mlp_norm.eps)
