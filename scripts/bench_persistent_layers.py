@@ -1,0 +1,350 @@
+"""`python3 scripts/bench_persistent_layers.py`: how much of a batch-1 decode step's time outside
+the weight stream would one persistent kernel take back?
+
+The 8B decode step at batch 1 runs at 0.77-0.79 of the copy bandwidth (docs/perf/engine.md).
+Its projections stream the weights through cuBLAS at 3.2-4.2 TB/s, and between them some ten
+small kernels a layer (norms, RoPE, attention, SwiGLU's gate, split-K reduces) each pay a launch,
+a ramp and a drain on the step's critical path. Faster GEMV kernels and L2 prefetches were
+measured and did not pay; what is left is fewer, longer kernels.
+
+This script measures that lead before anyone builds it into the engine. It runs a layer's four
+products (qkv, o, gate_up, down of the 8B config, bf16 weights stored column-major as the engine
+keeps them on CUDA) and the elementwise work between them (residual adds, RMSNorm, SwiGLU's
+gate), for 32 layers of distinct weights, two ways, each captured in a CUDA graph:
+
+- kernels: cuBLAS products and the engine's compiled elementwise ops (engine.model.fused), one
+  kernel each, as the engine's step runs them (attention, RoPE and the KV write left out);
+- persistent: one Triton kernel for all 32 layers, a fixed grid of programs resident together,
+  split-K partial sums, the reduces, norms and the gate done by the programs between grid-wide
+  barriers (an atomic counter), the norms recomputed by every program that needs them.
+
+It prints µs a layer, the weight bytes' rate, and the final residuals' difference (the two sum
+in different orders, so they agree to bf16 rounding, not bit for bit). Each barrier gives up
+after a bounded spin and the run then reports the config as failed instead of hanging: a grid
+larger than what stays resident at once would otherwise never pass its first barrier.
+
+Needs a CUDA GPU. A script, not one of engine/benchmarks: any commit under engine/ moves the
+engine's source date, and with it the wheel's bytes that the gpu-h200 evidence binds.
+Figures and the command that made them: docs/perf/engine.md."""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from pathlib import Path
+
+import torch
+import triton
+import triton.language as tl
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))     # the engine from this checkout
+from engine.model import fused  # noqa: E402
+
+HIDDEN, QKV, INTER = 4096, 6144, 14336           # the 8B config (engine.benchmarks.decode.LLAMA_8B)
+EPS = 1e-5
+SPIN_LIMIT = tl.constexpr(1 << 16)   # polls of a barrier (about 1 us each) before giving up: ms, not a hang
+
+
+@triton.jit
+def _grid_sync(sync_ptr, target):
+    """Wait until the programs' arrivals reach target (every program arrives once a barrier); a
+    program that waits past SPIN_LIMIT polls marks sync_ptr[1] and goes on (the run is then
+    reported as failed)."""
+    tl.debug_barrier()
+    tl.atomic_add(sync_ptr, 1, sem="release", scope="gpu")
+    seen = tl.atomic_add(sync_ptr, 0, sem="acquire", scope="gpu")
+    polls = 0
+    while (seen < target) & (polls < SPIN_LIMIT):
+        seen = tl.atomic_add(sync_ptr, 0, sem="acquire", scope="gpu")
+        polls += 1
+    if seen < target:
+        tl.atomic_max(sync_ptr + 1, 1)
+    tl.debug_barrier()
+
+
+@triton.jit
+def _inv_rms(r_ptr, N: tl.constexpr, BR: tl.constexpr, eps):
+    """1 / sqrt(mean(r^2) + eps) of the float32 residual, read past L1 (other programs wrote it)."""
+    acc = tl.zeros([BR], tl.float32)
+    for i in range(0, N, BR):
+        v = tl.load(r_ptr + i + tl.arange(0, BR), cache_modifier=".cg")
+        acc += v * v
+    return 1.0 / tl.sqrt(tl.sum(acc, axis=0) / N + eps)
+
+
+@triton.jit
+def _gemv(x_ptr, nw_ptr, inv, w_ptr, p_ptr, pid, nprog, K: tl.constexpr, N: tl.constexpr,
+          SPLITS: tl.constexpr, MODE: tl.constexpr, BK: tl.constexpr, BN: tl.constexpr):
+    """Partial sums p[split, N] of x @ w over w [K, N] (row-major storage, N contiguous), work items
+    (column tile, split) dealt round robin. MODE 0: x as stored (bf16); 1: RMSNorm of the float32
+    residual x (inverse rms inv) times the norm weight, rounded to bf16; 2: x = [gate | up] (bf16),
+    silu(gate) * up rounded to bf16 (K is the intermediate size)."""
+    tiles: tl.constexpr = N // BN
+    KS: tl.constexpr = K // SPLITS
+    for item in range(pid, tiles * SPLITS, nprog):
+        c = item % tiles
+        s = item // tiles
+        rn = c * BN + tl.arange(0, BN)
+        acc = tl.zeros([BK, BN], tl.float32)
+        for k0 in range(0, KS, BK):
+            rk = s * KS + k0 + tl.arange(0, BK)
+            if MODE == 0:
+                x = tl.load(x_ptr + rk, cache_modifier=".cg").to(tl.float32)
+            elif MODE == 1:
+                r = tl.load(x_ptr + rk, cache_modifier=".cg")
+                x = (r * inv).to(tl.bfloat16).to(tl.float32) * tl.load(nw_ptr + rk).to(tl.float32)
+                x = x.to(tl.bfloat16).to(tl.float32)
+            else:
+                g = tl.load(x_ptr + rk, cache_modifier=".cg").to(tl.float32)
+                u = tl.load(x_ptr + K + rk, cache_modifier=".cg").to(tl.float32)
+                x = (g / (1.0 + tl.exp(-g))).to(tl.bfloat16).to(tl.float32) * u
+                x = x.to(tl.bfloat16).to(tl.float32)
+            w = tl.load(w_ptr + rk[:, None] * N + rn[None, :]).to(tl.float32)
+            acc += x[:, None] * w
+        tl.store(p_ptr + s * N + rn, tl.sum(acc, axis=0))
+
+
+@triton.jit
+def _reduce(p_ptr, out_ptr, r_ptr, pid, nprog, N: tl.constexpr, SPLITS: tl.constexpr, MODE: tl.constexpr,
+            BR: tl.constexpr):
+    """Sum the splits of p[SPLITS, N]. MODE 0: store bf16 to out; 1: add into the float32 residual
+    r after rounding the product to bf16, and round the sum to bf16 (the engine adds bf16 tensors)."""
+    for c in range(pid, N // BR, nprog):
+        rn = c * BR + tl.arange(0, BR)
+        acc = tl.zeros([BR], tl.float32)
+        for s in range(SPLITS):
+            acc += tl.load(p_ptr + s * N + rn, cache_modifier=".cg")
+        if MODE == 0:
+            tl.store(out_ptr + rn, acc.to(tl.bfloat16))
+        elif MODE == 1:
+            r = tl.load(r_ptr + rn, cache_modifier=".cg")
+            tl.store(r_ptr + rn, (r + acc.to(tl.bfloat16).to(tl.float32)).to(tl.bfloat16).to(tl.float32))
+
+
+@triton.jit
+def _layers_kernel(r_ptr, n1_ptr, n2_ptr, wqkv_ptr, wo_ptr, wgu_ptr, wd_ptr, p_ptr, qkv_ptr, gu_ptr, sync_ptr,
+                   LAYERS: tl.constexpr, H: tl.constexpr, Q: tl.constexpr, I: tl.constexpr,
+                   S_QKV: tl.constexpr, S_O: tl.constexpr, S_GU: tl.constexpr, S_D: tl.constexpr,
+                   BK: tl.constexpr, BN: tl.constexpr, BR: tl.constexpr, eps, BARRIERS_ONLY: tl.constexpr):
+    """All layers in one launch: r (float32 [H], bf16 values) is the residual stream, updated in
+    place. qkv's first H outputs stand in for the attention's output (this measures the products
+    and what lies between them, not attention). BARRIERS_ONLY: the grid-wide barriers alone."""
+    pid = tl.program_id(0)
+    nprog = tl.num_programs(0)
+    phase = 0
+    if BARRIERS_ONLY:
+        for b in range(LAYERS * 8):
+            _grid_sync(sync_ptr, (b + 1) * nprog)
+        return
+    for layer32 in range(LAYERS):
+        layer = layer32.to(tl.int64)        # a layer's gate_up starts past 2**31 elements
+        wqkv = wqkv_ptr + layer * (H * Q)
+        wo = wo_ptr + layer * (H * H)
+        wgu = wgu_ptr + layer * (H * 2 * I)
+        wd = wd_ptr + layer * (I * H)
+        inv = _inv_rms(r_ptr, H, BR, eps)
+        _gemv(r_ptr, n1_ptr + layer * H, inv, wqkv, p_ptr, pid, nprog, H, Q, S_QKV, 1, BK, BN)
+        phase += 1
+        _grid_sync(sync_ptr, phase * nprog)
+        _reduce(p_ptr, qkv_ptr, r_ptr, pid, nprog, Q, S_QKV, 0, BR)
+        phase += 1
+        _grid_sync(sync_ptr, phase * nprog)
+        _gemv(qkv_ptr, n1_ptr, inv, wo, p_ptr, pid, nprog, H, H, S_O, 0, BK, BN)
+        phase += 1
+        _grid_sync(sync_ptr, phase * nprog)
+        _reduce(p_ptr, qkv_ptr, r_ptr, pid, nprog, H, S_O, 1, BR)
+        phase += 1
+        _grid_sync(sync_ptr, phase * nprog)
+        inv2 = _inv_rms(r_ptr, H, BR, eps)
+        _gemv(r_ptr, n2_ptr + layer * H, inv2, wgu, p_ptr, pid, nprog, H, 2 * I, S_GU, 1, BK, BN)
+        phase += 1
+        _grid_sync(sync_ptr, phase * nprog)
+        _reduce(p_ptr, gu_ptr, r_ptr, pid, nprog, 2 * I, S_GU, 0, BR)
+        phase += 1
+        _grid_sync(sync_ptr, phase * nprog)
+        _gemv(gu_ptr, n1_ptr, inv, wd, p_ptr, pid, nprog, I, H, S_D, 2, BK, BN)
+        phase += 1
+        _grid_sync(sync_ptr, phase * nprog)
+        _reduce(p_ptr, qkv_ptr, r_ptr, pid, nprog, H, S_D, 1, BR)
+        phase += 1
+        _grid_sync(sync_ptr, phase * nprog)
+
+
+class Weights:
+    def __init__(self, layers: int, dev):
+        g = torch.Generator(device=dev).manual_seed(0)
+        mk = lambda *shape: (torch.randn(*shape, device=dev, generator=g) * 0.02).to(torch.bfloat16)  # noqa: E731
+        self.layers = layers
+        self.qkv, self.o = mk(layers, HIDDEN, QKV), mk(layers, HIDDEN, HIDDEN)
+        self.gu, self.down = mk(layers, HIDDEN, 2 * INTER), mk(layers, INTER, HIDDEN)
+        self.n1 = (1 + 0.1 * torch.randn(layers, HIDDEN, device=dev, generator=g)).to(torch.bfloat16)
+        self.n2 = (1 + 0.1 * torch.randn(layers, HIDDEN, device=dev, generator=g)).to(torch.bfloat16)
+
+    def nbytes(self) -> int:
+        return sum(t.numel() * t.element_size() for t in (self.qkv, self.o, self.gu, self.down))
+
+
+def kernels_step(w: Weights, r: torch.Tensor) -> torch.Tensor:
+    """The layers as the engine's step runs them on CUDA, minus attention: returns the residual."""
+    res = r.to(torch.bfloat16).view(1, HIDDEN)
+    h = fused.rms_norm(res, w.n1[0], EPS)
+    for i in range(w.layers):
+        qkv = h @ w.qkv[i]
+        a = qkv[:, :HIDDEN] @ w.o[i]
+        h, res = fused.add_rms_norm(a, res, w.n2[i], EPS)
+        m = fused.silu_mul(h @ w.gu[i], INTER) @ w.down[i]
+        nxt = w.n1[i + 1] if i + 1 < w.layers else w.n1[0]
+        h, res = fused.add_rms_norm(m, res, nxt, EPS)
+    return res
+
+
+def parse_config(text: str) -> dict:
+    """'P,BK,BN,S_QKV,S_O,S_GU,S_D,WARPS[,STAGES]': programs an SM, the K and N tile, the splits of
+    each product, warps a program, and the software pipeline's stages (default 1)."""
+    keys = ("per_sm", "bk", "bn", "s_qkv", "s_o", "s_gu", "s_d", "warps", "stages")
+    try:
+        vals = [int(x) for x in text.split(",")]
+    except ValueError:
+        vals = []
+    if len(vals) == len(keys) - 1:
+        vals.append(1)
+    if len(vals) != len(keys) or min(vals, default=0) < 1:
+        raise argparse.ArgumentTypeError(f"expected {len(keys) - 1} or {len(keys)} positive integers "
+                                         f"{','.join(keys)}, got {text!r}")
+    cfg = dict(zip(keys, vals))
+    for name, k, n in (("s_qkv", HIDDEN, QKV), ("s_o", HIDDEN, HIDDEN), ("s_gu", HIDDEN, 2 * INTER), ("s_d", INTER, HIDDEN)):
+        if k % (cfg[name] * cfg["bk"]) or n % cfg["bn"]:
+            raise argparse.ArgumentTypeError(f"{text!r}: {name} with bk {cfg['bk']} and bn {cfg['bn']} does not tile {k} x {n}")
+    return cfg
+
+
+def config_list(text: str) -> list[dict]:
+    """--configs: semicolon-separated parse_config strings."""
+    configs = [parse_config(x) for x in text.split(";") if x]
+    if not configs:
+        raise argparse.ArgumentTypeError("expected at least one config")
+    return configs
+
+
+class Persistent:
+    def __init__(self, w: Weights, cfg: dict, dev):
+        self.w, self.cfg = w, cfg
+        sms = torch.cuda.get_device_properties(dev).multi_processor_count
+        self.nprog = sms * cfg["per_sm"]
+        smax = max(cfg["s_qkv"], cfg["s_o"], cfg["s_gu"], cfg["s_d"])
+        self.part = torch.empty(smax * 2 * INTER, dtype=torch.float32, device=dev)
+        self.qkv = torch.empty(QKV, dtype=torch.bfloat16, device=dev)
+        self.gu = torch.empty(2 * INTER, dtype=torch.bfloat16, device=dev)
+        self.sync = torch.zeros(2, dtype=torch.int32, device=dev)
+
+    def resident(self, r: torch.Tensor) -> int:
+        """Programs an SM that fit at once by the compiled kernel's registers and shared memory."""
+        k = _layers_kernel.warmup(*self._args(r), grid=(self.nprog,), **self._meta())
+        k._init_handles()
+        threads = 32 * self.cfg["warps"]
+        by_regs = 65536 // max(1, k.n_regs * threads)
+        props = torch.cuda.get_device_properties(r.device)
+        smem_sm = getattr(props, "shared_memory_per_multiprocessor", 228 * 1024)
+        by_smem = smem_sm // max(1, k.metadata.shared + 1024) if k.metadata.shared else 32
+        return min(by_regs, by_smem, 2048 // threads, 32)
+
+    def _args(self, r):
+        w = self.w
+        return (r, w.n1, w.n2, w.qkv, w.o, w.gu, w.down, self.part, self.qkv, self.gu, self.sync)
+
+    def _meta(self, barriers_only: bool = False):
+        c = self.cfg
+        return dict(LAYERS=self.w.layers, H=HIDDEN, Q=QKV, I=INTER, S_QKV=c["s_qkv"], S_O=c["s_o"], S_GU=c["s_gu"],
+                    S_D=c["s_d"], BK=c["bk"], BN=c["bn"], BR=1024, eps=EPS, BARRIERS_ONLY=barriers_only,
+                    num_warps=c["warps"], num_stages=c["stages"])
+
+    def step(self, r: torch.Tensor, barriers_only: bool = False) -> None:
+        self.sync.zero_()
+        _layers_kernel[(self.nprog,)](*self._args(r), **self._meta(barriers_only))
+
+
+def graph_us(fn, reps: int) -> float:
+    """µs a replay of fn captured in a CUDA graph (median of reps timed replays after warm-up)."""
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        fn()
+    torch.cuda.current_stream().wait_stream(s)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        fn()
+    for _ in range(3):
+        g.replay()
+    torch.cuda.synchronize()
+    times = []
+    e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    for _ in range(reps):
+        e0.record()
+        g.replay()
+        e1.record()
+        torch.cuda.synchronize()
+        times.append(e0.elapsed_time(e1) * 1e3)
+    return statistics.median(times)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python3 scripts/bench_persistent_layers.py")
+    ap.add_argument("--layers", type=int, default=32)
+    ap.add_argument("--configs", type=config_list, default="2,32,128,16,8,2,16,4;4,32,128,16,8,2,16,4;2,16,128,8,8,1,8,4;1,32,256,8,8,1,16,8",
+                    help="semicolon-separated P,BK,BN,S_QKV,S_O,S_GU,S_D,WARPS")
+    ap.add_argument("--reps", type=int, default=20)
+    ap.add_argument("--json", help="write the figures to this file")
+    args = ap.parse_args(argv)
+    configs = args.configs
+    if not torch.cuda.is_available():
+        raise SystemExit("bench_persistent_layers needs a CUDA GPU")
+    dev = torch.device("cuda")
+    fused.enable_compile()
+    w = Weights(args.layers, dev)
+    gb = w.nbytes() / 1e9
+    r0 = torch.randn(HIDDEN, device=dev).to(torch.bfloat16).float()   # the residual holds bf16 values
+    r_k = r0.clone()
+    rows = []
+    ref = {}
+
+    def run_kernels():
+        ref["out"] = kernels_step(w, r_k)
+
+    us = graph_us(run_kernels, args.reps)
+    rows.append(dict(way="kernels", config=None, us_layer=us / args.layers, tb_s=w.nbytes() / (us * 1e-6) / 1e12))
+    print(f"kernels: {us / args.layers:.1f} us a layer, {rows[-1]['tb_s']:.2f} TB/s of weights", flush=True)
+    expect = kernels_step(w, r0.clone()).float().view(-1)
+    if not torch.isfinite(expect).all():
+        raise SystemExit("the kernels' residual is not finite: the weights' scale is off")
+    for cfg in configs:
+        p = Persistent(w, cfg, dev)
+        r = r0.clone()
+        fits = p.resident(r)
+        label = ",".join(str(v) for v in cfg.values())
+        if fits < cfg["per_sm"]:
+            print(f"persistent {label}: skipped, {fits} programs an SM fit at once", flush=True)
+            rows.append(dict(way="persistent", config=cfg, skipped=f"{fits} programs an SM fit"))
+            continue
+        p.step(r)
+        torch.cuda.synchronize()
+        failed = bool(p.sync[1].item())
+        diff = ((r - expect).abs().max() / expect.abs().max()).item() if torch.isfinite(r).all() else float("inf")
+        us = graph_us(lambda: p.step(r), args.reps) if not failed else float("nan")
+        bar = graph_us(lambda: p.step(r, barriers_only=True), args.reps) if not failed else float("nan")
+        failed = failed or bool(p.sync[1].item())
+        rows.append(dict(way="persistent", config=cfg, programs=p.nprog, us_layer=us / args.layers,
+                         tb_s=w.nbytes() / (us * 1e-6) / 1e12, barriers_us_layer=bar / args.layers,
+                         max_rel_diff=diff, barrier_timeout=failed))
+        print(f"persistent {label}: {us / args.layers:.1f} us a layer ({rows[-1]['tb_s']:.2f} TB/s), of which its 8 "
+              f"barriers alone {bar / args.layers:.1f}; max rel diff to kernels {diff:.2e}; barrier timeout {failed}",
+              flush=True)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(dict(device=torch.cuda.get_device_name(), torch=torch.__version__, triton=triton.__version__,
+                           layers=args.layers, weight_gb=gb, rows=rows), f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

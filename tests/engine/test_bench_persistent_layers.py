@@ -1,0 +1,87 @@
+"""scripts/bench_persistent_layers.py without a GPU: its persistent kernel compiled for sm_90
+offline (what the H200 ran), the grid barrier's shape in the PTX, its refusal on a machine
+without a GPU, and its argument checks."""
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from tests.script_module import load_script
+
+REPO = Path(__file__).resolve().parents[2]
+SCRIPT = REPO / "scripts" / "bench_persistent_layers.py"
+persistent = load_script(SCRIPT)
+
+# Compiled in a fresh process: this one runs Triton interpreted (tests/conftest.py).
+_COMPILE = """
+import sys
+from pathlib import Path
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource, compile
+from tests.script_module import load_script
+m = load_script(Path("scripts/bench_persistent_layers.py"))
+sig = dict(r_ptr="*fp32", n1_ptr="*bf16", n2_ptr="*bf16", wqkv_ptr="*bf16", wo_ptr="*bf16", wgu_ptr="*bf16",
+           wd_ptr="*bf16", p_ptr="*fp32", qkv_ptr="*bf16", gu_ptr="*bf16", sync_ptr="*i32", eps="fp32")
+consts = dict(LAYERS=32, H=m.HIDDEN, Q=m.QKV, I=m.INTER, S_QKV=16, S_O=8, S_GU=2, S_D=16, BK=32, BN=128, BR=1024,
+              BARRIERS_ONLY=sys.argv[1] == "1")
+sig.update({c: "constexpr" for c in consts})
+kernel = compile(ASTSource(fn=m._layers_kernel, signature=sig, constexprs=consts), target=GPUTarget("cuda", 90, 32),
+                 options={"num_warps": 4})
+assert kernel.asm["cubin"], "ptxas gave no cubin"
+ptx = kernel.asm["ptx"]
+print(ptx[ptx.index(".entry"):])
+"""
+
+
+def _ptx_body(tmp_path: Path, barriers_only: bool) -> str:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TRITON_")}
+    env["TRITON_CACHE_DIR"] = str(tmp_path / "cache")
+    run = subprocess.run([sys.executable, "-c", _COMPILE, "1" if barriers_only else "0"], env=env, cwd=REPO,
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    return run.stdout
+
+
+def test_grid_barrier_arrives_once_a_program_and_polls_with_acquire_loads(tmp_path):
+    body = _ptx_body(tmp_path, barriers_only=True)
+    # One thread a program arrives (a release add) and polls (acquire loads); bar.sync shares what it saw.
+    assert re.findall(r"@%p\d+ atom\.global\.gpu\.release\.add\.u32", body)
+    assert len(re.findall(r"@%p\d+ ld\.global\.gpu\.acquire\.b32", body)) == 2
+    assert re.search(r"setp\.lt\.u32\s+%p\d+, %r\d+, 65535;", body)     # the bounded spin: no hang
+    assert re.search(r"atom\.global\.gpu\.acq_rel\.max\.s32", body)       # ... that marks the run failed
+
+
+def test_layers_kernel_compiles_and_reads_shared_data_past_l1(tmp_path):
+    body = _ptx_body(tmp_path, barriers_only=False)
+    assert re.search(r"ld\.global\.cg", body)          # what other programs wrote is not read from a stale L1
+    # A layer's gate_up weight starts at layer x 234,881,024 bytes: past 2**31 from layer 10, so
+    # that offset must be formed in 64 bits (in 32 it wrapped, and the run read garbage).
+    assert re.search(r"mad\.lo\.s64\s+%rd\d+, %rd\d+, 234881024,", body)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="a GPU runs the benchmark instead of refusing")
+def test_refuses_without_a_gpu():
+    with pytest.raises(SystemExit, match="needs a CUDA GPU"):
+        persistent.main([])
+
+
+@pytest.mark.parametrize("text", ["2,32,128,16,8,2,16", "2,32,100,16,8,2,16,4", "0,32,128,16,8,2,16,4",
+                                  "2,32,128,16,8,2,16,x", ""])
+def test_configs_are_checked(text, capsys):
+    with pytest.raises(SystemExit) as e:
+        persistent.main(["--configs", text])
+    assert e.value.code == 2
+    assert "--configs" in capsys.readouterr().err
+
+
+def test_config_fields_and_default_stages():
+    cfg = persistent.parse_config("4,32,128,16,8,2,16,4")
+    assert cfg == dict(per_sm=4, bk=32, bn=128, s_qkv=16, s_o=8, s_gu=2, s_d=16, warps=4, stages=1)
+    assert persistent.parse_config("4,32,128,16,8,2,16,4,3")["stages"] == 3
+    assert len(persistent.config_list("1,32,256,8,8,1,16,8;2,16,128,8,8,1,8,4")) == 2
