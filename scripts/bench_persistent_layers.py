@@ -16,10 +16,13 @@ gate), for 32 layers of distinct weights, two ways, each captured in a CUDA grap
   kernel each, as the engine's step runs them (attention, RoPE and the KV write left out);
 - persistent: one Triton kernel for all 32 layers, a fixed grid of programs resident together,
   split-K partial sums, the reduces, norms and the gate done by the programs between grid-wide
-  barriers (an atomic counter), the norms recomputed by every program that needs them.
+  barriers (an atomic counter), the norms recomputed by every program that needs them; the
+  weights read by plain loads or (a config's tma field) by the copy engine through tensor
+  descriptors.
 
-It prints µs a layer, the weight bytes' rate, and the final residuals' difference (the two sum
-in different orders, so they agree to bf16 rounding, not bit for bit). Each barrier gives up
+It prints µs a layer, the weight bytes' rate, the barriers' time alone, each phase's µs a layer
+(program 0 stamps the GPU's global timer after every barrier), and the final residuals'
+difference (the two sum in different orders, so they agree to bf16 rounding, not bit for bit). Each barrier gives up
 after a bounded spin and the run then reports the config as failed instead of hanging: a grid
 larger than what stays resident at once would otherwise never pass its first barrier.
 
@@ -64,22 +67,46 @@ def _grid_sync(sync_ptr, target):
 
 
 @triton.jit
-def _inv_rms(r_ptr, N: tl.constexpr, BR: tl.constexpr, eps):
-    """1 / sqrt(mean(r^2) + eps) of the float32 residual, read past L1 (other programs wrote it)."""
-    acc = tl.zeros([BR], tl.float32)
-    for i in range(0, N, BR):
-        v = tl.load(r_ptr + i + tl.arange(0, BR), cache_modifier=".cg")
-        acc += v * v
-    return 1.0 / tl.sqrt(tl.sum(acc, axis=0) / N + eps)
+def _inv_rms(r_ptr, N: tl.constexpr, eps):
+    """1 / sqrt(mean(r^2) + eps) of the float32 residual, in one load read past L1 (other programs
+    wrote it)."""
+    v = tl.load(r_ptr + tl.arange(0, N), cache_modifier=".cg")
+    return 1.0 / tl.sqrt(tl.sum(v * v, axis=0) / N + eps)
+
+
+@triton.jit
+def _stamp(times_ptr, pid, i):
+    """Program 0 records the GPU's global timer (ns) as entry i: the phases' durations."""
+    if pid == 0:
+        now = tl.inline_asm_elementwise("mov.u64 $0, %globaltimer;", "=l", [], dtype=tl.int64, is_pure=False,
+                                        pack=1)
+        tl.store(times_ptr + i, now)
+
+
+@triton.jit
+def _x_slice(x_ptr, nw_ptr, inv, rk, K: tl.constexpr, MODE: tl.constexpr):
+    """The product's input at rows rk, float32 of bf16 values. MODE 0: x as stored (bf16); 1: RMSNorm
+    of the float32 residual x (inverse rms inv) times the norm weight, rounded to bf16 as the engine
+    rounds it; 2: x = [gate | up] (bf16), silu(gate) * up rounded to bf16 (K the intermediate size)."""
+    if MODE == 0:
+        x = tl.load(x_ptr + rk, cache_modifier=".cg").to(tl.float32)
+    elif MODE == 1:
+        r = tl.load(x_ptr + rk, cache_modifier=".cg")
+        x = (r * inv).to(tl.bfloat16).to(tl.float32) * tl.load(nw_ptr + rk).to(tl.float32)
+        x = x.to(tl.bfloat16).to(tl.float32)
+    else:
+        g = tl.load(x_ptr + rk, cache_modifier=".cg").to(tl.float32)
+        u = tl.load(x_ptr + K + rk, cache_modifier=".cg").to(tl.float32)
+        x = (g / (1.0 + tl.exp(-g))).to(tl.bfloat16).to(tl.float32) * u
+        x = x.to(tl.bfloat16).to(tl.float32)
+    return x
 
 
 @triton.jit
 def _gemv(x_ptr, nw_ptr, inv, w_ptr, p_ptr, pid, nprog, K: tl.constexpr, N: tl.constexpr,
           SPLITS: tl.constexpr, MODE: tl.constexpr, BK: tl.constexpr, BN: tl.constexpr):
     """Partial sums p[split, N] of x @ w over w [K, N] (row-major storage, N contiguous), work items
-    (column tile, split) dealt round robin. MODE 0: x as stored (bf16); 1: RMSNorm of the float32
-    residual x (inverse rms inv) times the norm weight, rounded to bf16; 2: x = [gate | up] (bf16),
-    silu(gate) * up rounded to bf16 (K is the intermediate size)."""
+    (column tile, split) dealt round robin, the weight read by plain loads."""
     tiles: tl.constexpr = N // BN
     KS: tl.constexpr = K // SPLITS
     for item in range(pid, tiles * SPLITS, nprog):
@@ -89,20 +116,35 @@ def _gemv(x_ptr, nw_ptr, inv, w_ptr, p_ptr, pid, nprog, K: tl.constexpr, N: tl.c
         acc = tl.zeros([BK, BN], tl.float32)
         for k0 in range(0, KS, BK):
             rk = s * KS + k0 + tl.arange(0, BK)
-            if MODE == 0:
-                x = tl.load(x_ptr + rk, cache_modifier=".cg").to(tl.float32)
-            elif MODE == 1:
-                r = tl.load(x_ptr + rk, cache_modifier=".cg")
-                x = (r * inv).to(tl.bfloat16).to(tl.float32) * tl.load(nw_ptr + rk).to(tl.float32)
-                x = x.to(tl.bfloat16).to(tl.float32)
-            else:
-                g = tl.load(x_ptr + rk, cache_modifier=".cg").to(tl.float32)
-                u = tl.load(x_ptr + K + rk, cache_modifier=".cg").to(tl.float32)
-                x = (g / (1.0 + tl.exp(-g))).to(tl.bfloat16).to(tl.float32) * u
-                x = x.to(tl.bfloat16).to(tl.float32)
+            x = _x_slice(x_ptr, nw_ptr, inv, rk, K, MODE)
             w = tl.load(w_ptr + rk[:, None] * N + rn[None, :]).to(tl.float32)
             acc += x[:, None] * w
         tl.store(p_ptr + s * N + rn, tl.sum(acc, axis=0))
+
+
+@triton.jit
+def _gemv_tma(x_ptr, nw_ptr, inv, w_desc, layer, p_ptr, pid, nprog, K: tl.constexpr, N: tl.constexpr,
+              SPLITS: tl.constexpr, MODE: tl.constexpr, BK: tl.constexpr, BN: tl.constexpr):
+    """_gemv with the weight tiles read by the copy engine (TMA) through a descriptor over all
+    layers' weights [L, K, N], in one flat loop over this program's (item, K step) pairs, so that
+    the compiler's pipelining can run ahead across items as well as within one."""
+    tiles: tl.constexpr = N // BN
+    KS: tl.constexpr = K // SPLITS
+    STEPS: tl.constexpr = KS // BK
+    mine = (tiles * SPLITS - pid + nprog - 1) // nprog     # items pid, pid + nprog, ...
+    acc = tl.zeros([BK, BN], tl.float32)
+    for t in range(mine * STEPS):
+        item = pid + (t // STEPS) * nprog
+        kk = t % STEPS
+        c = item % tiles
+        s = item // tiles
+        k0 = s * KS + kk * BK
+        x = _x_slice(x_ptr, nw_ptr, inv, k0 + tl.arange(0, BK), K, MODE)
+        w = w_desc.load([layer, k0, c * BN]).reshape(BK, BN).to(tl.float32)
+        acc += x[:, None] * w
+        if kk == STEPS - 1:
+            tl.store(p_ptr + s * N + c * BN + tl.arange(0, BN), tl.sum(acc, axis=0))
+            acc = tl.zeros([BK, BN], tl.float32)
 
 
 @triton.jit
@@ -112,9 +154,8 @@ def _reduce(p_ptr, out_ptr, r_ptr, pid, nprog, N: tl.constexpr, SPLITS: tl.const
     r after rounding the product to bf16, and round the sum to bf16 (the engine adds bf16 tensors)."""
     for c in range(pid, N // BR, nprog):
         rn = c * BR + tl.arange(0, BR)
-        acc = tl.zeros([BR], tl.float32)
-        for s in range(SPLITS):
-            acc += tl.load(p_ptr + s * N + rn, cache_modifier=".cg")
+        # Every split's partials in one load, not a chain of SPLITS dependent ones.
+        acc = tl.sum(tl.load(p_ptr + tl.arange(0, SPLITS)[:, None] * N + rn[None, :], cache_modifier=".cg"), axis=0)
         if MODE == 0:
             tl.store(out_ptr + rn, acc.to(tl.bfloat16))
         elif MODE == 1:
@@ -124,18 +165,23 @@ def _reduce(p_ptr, out_ptr, r_ptr, pid, nprog, N: tl.constexpr, SPLITS: tl.const
 
 @triton.jit
 def _layers_kernel(r_ptr, n1_ptr, n2_ptr, wqkv_ptr, wo_ptr, wgu_ptr, wd_ptr, p_ptr, qkv_ptr, gu_ptr, sync_ptr,
-                   LAYERS: tl.constexpr, H: tl.constexpr, Q: tl.constexpr, I: tl.constexpr,
+                   times_ptr, dqkv, do, dgu, dd, LAYERS: tl.constexpr, H: tl.constexpr, Q: tl.constexpr, I: tl.constexpr,
                    S_QKV: tl.constexpr, S_O: tl.constexpr, S_GU: tl.constexpr, S_D: tl.constexpr,
-                   BK: tl.constexpr, BN: tl.constexpr, BR: tl.constexpr, eps, BARRIERS_ONLY: tl.constexpr):
+                   BK: tl.constexpr, BN: tl.constexpr, BR: tl.constexpr, eps, BARRIERS_ONLY: tl.constexpr,
+                   TMA: tl.constexpr):
     """All layers in one launch: r (float32 [H], bf16 values) is the residual stream, updated in
     place. qkv's first H outputs stand in for the attention's output (this measures the products
-    and what lies between them, not attention). BARRIERS_ONLY: the grid-wide barriers alone."""
+    and what lies between them, not attention). BARRIERS_ONLY: the grid-wide barriers alone. TMA:
+    the weights read through the descriptors dqkv, do, dgu, dd instead of the pointers. Program 0
+    stamps the time at the start and after every barrier (times_ptr, LAYERS * 8 + 1 entries)."""
     pid = tl.program_id(0)
     nprog = tl.num_programs(0)
     phase = 0
+    _stamp(times_ptr, pid, 0)
     if BARRIERS_ONLY:
         for b in range(LAYERS * 8):
             _grid_sync(sync_ptr, (b + 1) * nprog)
+            _stamp(times_ptr, pid, b + 1)
         return
     for layer32 in range(LAYERS):
         layer = layer32.to(tl.int64)        # a layer's gate_up starts past 2**31 elements
@@ -143,32 +189,56 @@ def _layers_kernel(r_ptr, n1_ptr, n2_ptr, wqkv_ptr, wo_ptr, wgu_ptr, wd_ptr, p_p
         wo = wo_ptr + layer * (H * H)
         wgu = wgu_ptr + layer * (H * 2 * I)
         wd = wd_ptr + layer * (I * H)
-        inv = _inv_rms(r_ptr, H, BR, eps)
-        _gemv(r_ptr, n1_ptr + layer * H, inv, wqkv, p_ptr, pid, nprog, H, Q, S_QKV, 1, BK, BN)
+        inv = _inv_rms(r_ptr, H, eps)
+        if TMA:
+            _gemv_tma(r_ptr, n1_ptr + layer * H, inv, dqkv, layer32, p_ptr, pid, nprog, H, Q, S_QKV, 1, BK, BN)
+        else:
+            _gemv(r_ptr, n1_ptr + layer * H, inv, wqkv, p_ptr, pid, nprog, H, Q, S_QKV, 1, BK, BN)
         phase += 1
         _grid_sync(sync_ptr, phase * nprog)
+        _stamp(times_ptr, pid, phase)
         _reduce(p_ptr, qkv_ptr, r_ptr, pid, nprog, Q, S_QKV, 0, BR)
         phase += 1
         _grid_sync(sync_ptr, phase * nprog)
-        _gemv(qkv_ptr, n1_ptr, inv, wo, p_ptr, pid, nprog, H, H, S_O, 0, BK, BN)
+        _stamp(times_ptr, pid, phase)
+        if TMA:
+            _gemv_tma(qkv_ptr, n1_ptr, inv, do, layer32, p_ptr, pid, nprog, H, H, S_O, 0, BK, BN)
+        else:
+            _gemv(qkv_ptr, n1_ptr, inv, wo, p_ptr, pid, nprog, H, H, S_O, 0, BK, BN)
         phase += 1
         _grid_sync(sync_ptr, phase * nprog)
+        _stamp(times_ptr, pid, phase)
         _reduce(p_ptr, qkv_ptr, r_ptr, pid, nprog, H, S_O, 1, BR)
         phase += 1
         _grid_sync(sync_ptr, phase * nprog)
-        inv2 = _inv_rms(r_ptr, H, BR, eps)
-        _gemv(r_ptr, n2_ptr + layer * H, inv2, wgu, p_ptr, pid, nprog, H, 2 * I, S_GU, 1, BK, BN)
+        _stamp(times_ptr, pid, phase)
+        inv2 = _inv_rms(r_ptr, H, eps)
+        if TMA:
+            _gemv_tma(r_ptr, n2_ptr + layer * H, inv2, dgu, layer32, p_ptr, pid, nprog, H, 2 * I, S_GU, 1, BK, BN)
+        else:
+            _gemv(r_ptr, n2_ptr + layer * H, inv2, wgu, p_ptr, pid, nprog, H, 2 * I, S_GU, 1, BK, BN)
         phase += 1
         _grid_sync(sync_ptr, phase * nprog)
+        _stamp(times_ptr, pid, phase)
         _reduce(p_ptr, gu_ptr, r_ptr, pid, nprog, 2 * I, S_GU, 0, BR)
         phase += 1
         _grid_sync(sync_ptr, phase * nprog)
-        _gemv(gu_ptr, n1_ptr, inv, wd, p_ptr, pid, nprog, I, H, S_D, 2, BK, BN)
+        _stamp(times_ptr, pid, phase)
+        if TMA:
+            _gemv_tma(gu_ptr, n1_ptr, inv, dd, layer32, p_ptr, pid, nprog, I, H, S_D, 2, BK, BN)
+        else:
+            _gemv(gu_ptr, n1_ptr, inv, wd, p_ptr, pid, nprog, I, H, S_D, 2, BK, BN)
         phase += 1
         _grid_sync(sync_ptr, phase * nprog)
+        _stamp(times_ptr, pid, phase)
         _reduce(p_ptr, qkv_ptr, r_ptr, pid, nprog, H, S_D, 1, BR)
         phase += 1
         _grid_sync(sync_ptr, phase * nprog)
+        _stamp(times_ptr, pid, phase)
+
+
+PHASES = ("qkv", "qkv reduce", "o", "o reduce + residual", "gate_up", "gate_up reduce", "down",
+          "down reduce + residual")
 
 
 class Weights:
@@ -200,19 +270,22 @@ def kernels_step(w: Weights, r: torch.Tensor) -> torch.Tensor:
 
 
 def parse_config(text: str) -> dict:
-    """'P,BK,BN,S_QKV,S_O,S_GU,S_D,WARPS[,STAGES]': programs an SM, the K and N tile, the splits of
-    each product, warps a program, and the software pipeline's stages (default 1)."""
-    keys = ("per_sm", "bk", "bn", "s_qkv", "s_o", "s_gu", "s_d", "warps", "stages")
+    """'P,BK,BN,S_QKV,S_O,S_GU,S_D,WARPS[,STAGES[,TMA]]': programs an SM, the K and N tile, the
+    splits of each product, warps a program, the software pipeline's stages (default 1), and 1 to
+    read the weights by TMA descriptors (default 0: plain loads)."""
+    keys = ("per_sm", "bk", "bn", "s_qkv", "s_o", "s_gu", "s_d", "warps", "stages", "tma")
     try:
         vals = [int(x) for x in text.split(",")]
     except ValueError:
         vals = []
-    if len(vals) == len(keys) - 1:
-        vals.append(1)
-    if len(vals) != len(keys) or min(vals, default=0) < 1:
-        raise argparse.ArgumentTypeError(f"expected {len(keys) - 1} or {len(keys)} positive integers "
-                                         f"{','.join(keys)}, got {text!r}")
+    vals += [1, 0][len(vals) - 8:] if 8 <= len(vals) < len(keys) else []
+    if len(vals) != len(keys) or min(vals[:-1], default=0) < 1 or vals[-1] not in (0, 1):
+        raise argparse.ArgumentTypeError(f"expected 8 to {len(keys)} integers {','.join(keys)} (positive; tma 0 or 1), "
+                                         f"got {text!r}")
     cfg = dict(zip(keys, vals))
+    for name in ("s_qkv", "s_o", "s_gu", "s_d"):
+        if cfg[name] & (cfg[name] - 1):
+            raise argparse.ArgumentTypeError(f"{text!r}: {name} must be a power of two (the reduce loads all splits at once)")
     for name, k, n in (("s_qkv", HIDDEN, QKV), ("s_o", HIDDEN, HIDDEN), ("s_gu", HIDDEN, 2 * INTER), ("s_d", INTER, HIDDEN)):
         if k % (cfg[name] * cfg["bk"]) or n % cfg["bn"]:
             raise argparse.ArgumentTypeError(f"{text!r}: {name} with bk {cfg['bk']} and bn {cfg['bn']} does not tile {k} x {n}")
@@ -237,6 +310,10 @@ class Persistent:
         self.qkv = torch.empty(QKV, dtype=torch.bfloat16, device=dev)
         self.gu = torch.empty(2 * INTER, dtype=torch.bfloat16, device=dev)
         self.sync = torch.zeros(2, dtype=torch.int32, device=dev)
+        self.times = torch.zeros(w.layers * 8 + 1, dtype=torch.int64, device=dev)
+        from triton.tools.tensor_descriptor import TensorDescriptor
+        block = [1, cfg["bk"], cfg["bn"]]
+        self.descs = tuple(TensorDescriptor.from_tensor(t, block) for t in (w.qkv, w.o, w.gu, w.down))
 
     def resident(self, r: torch.Tensor) -> int:
         """Programs an SM that fit at once by the compiled kernel's registers and shared memory."""
@@ -251,13 +328,20 @@ class Persistent:
 
     def _args(self, r):
         w = self.w
-        return (r, w.n1, w.n2, w.qkv, w.o, w.gu, w.down, self.part, self.qkv, self.gu, self.sync)
+        return (r, w.n1, w.n2, w.qkv, w.o, w.gu, w.down, self.part, self.qkv, self.gu, self.sync, self.times,
+                *self.descs)
 
     def _meta(self, barriers_only: bool = False):
         c = self.cfg
         return dict(LAYERS=self.w.layers, H=HIDDEN, Q=QKV, I=INTER, S_QKV=c["s_qkv"], S_O=c["s_o"], S_GU=c["s_gu"],
-                    S_D=c["s_d"], BK=c["bk"], BN=c["bn"], BR=1024, eps=EPS, BARRIERS_ONLY=barriers_only,
+                    S_D=c["s_d"], BK=c["bk"], BN=c["bn"], BR=128, eps=EPS, BARRIERS_ONLY=barriers_only, TMA=bool(c["tma"]),
                     num_warps=c["warps"], num_stages=c["stages"])
+
+    def phase_us(self) -> dict:
+        """µs a layer of each phase (what ends at its barrier), from program 0's stamps of the last run."""
+        t = self.times.cpu().double()
+        d = (t[1:] - t[:-1]).view(self.w.layers, 8) / 1e3
+        return dict(zip(PHASES, d.mean(0).tolist()))
 
     def step(self, r: torch.Tensor, barriers_only: bool = False) -> None:
         self.sync.zero_()
@@ -331,14 +415,17 @@ def main(argv=None) -> int:
         failed = bool(p.sync[1].item())
         diff = ((r - expect).abs().max() / expect.abs().max()).item() if torch.isfinite(r).all() else float("inf")
         us = graph_us(lambda: p.step(r), args.reps) if not failed else float("nan")
+        phases = p.phase_us() if not failed else {}
         bar = graph_us(lambda: p.step(r, barriers_only=True), args.reps) if not failed else float("nan")
         failed = failed or bool(p.sync[1].item())
         rows.append(dict(way="persistent", config=cfg, programs=p.nprog, us_layer=us / args.layers,
                          tb_s=w.nbytes() / (us * 1e-6) / 1e12, barriers_us_layer=bar / args.layers,
-                         max_rel_diff=diff, barrier_timeout=failed))
+                         max_rel_diff=diff, barrier_timeout=failed, phases_us_layer=phases))
         print(f"persistent {label}: {us / args.layers:.1f} us a layer ({rows[-1]['tb_s']:.2f} TB/s), of which its 8 "
               f"barriers alone {bar / args.layers:.1f}; max rel diff to kernels {diff:.2e}; barrier timeout {failed}",
               flush=True)
+        if phases:
+            print("    phases, us a layer: " + ", ".join(f"{k} {v:.1f}" for k, v in phases.items()), flush=True)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(dict(device=torch.cuda.get_device_name(), torch=torch.__version__, triton=triton.__version__,

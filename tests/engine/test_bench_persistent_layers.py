@@ -26,10 +26,12 @@ from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource, compile
 from tests.script_module import load_script
 m = load_script(Path("scripts/bench_persistent_layers.py"))
+desc = "tensordesc<bf16[1,32,128]>"
 sig = dict(r_ptr="*fp32", n1_ptr="*bf16", n2_ptr="*bf16", wqkv_ptr="*bf16", wo_ptr="*bf16", wgu_ptr="*bf16",
-           wd_ptr="*bf16", p_ptr="*fp32", qkv_ptr="*bf16", gu_ptr="*bf16", sync_ptr="*i32", eps="fp32")
-consts = dict(LAYERS=32, H=m.HIDDEN, Q=m.QKV, I=m.INTER, S_QKV=16, S_O=8, S_GU=2, S_D=16, BK=32, BN=128, BR=1024,
-              BARRIERS_ONLY=sys.argv[1] == "1")
+           wd_ptr="*bf16", p_ptr="*fp32", qkv_ptr="*bf16", gu_ptr="*bf16", sync_ptr="*i32", times_ptr="*i64",
+           dqkv=desc, do=desc, dgu=desc, dd=desc, eps="fp32")
+consts = dict(LAYERS=32, H=m.HIDDEN, Q=m.QKV, I=m.INTER, S_QKV=16, S_O=8, S_GU=2, S_D=16, BK=32, BN=128, BR=128,
+              BARRIERS_ONLY=sys.argv[1] == "barriers", TMA=sys.argv[1] == "tma")
 sig.update({c: "constexpr" for c in consts})
 kernel = compile(ASTSource(fn=m._layers_kernel, signature=sig, constexprs=consts), target=GPUTarget("cuda", 90, 32),
                  options={"num_warps": 4})
@@ -39,17 +41,18 @@ print(ptx[ptx.index(".entry"):])
 """
 
 
-def _ptx_body(tmp_path: Path, barriers_only: bool) -> str:
+def _ptx_body(tmp_path: Path, variant: str) -> str:
+    """PTX of _layers_kernel: variant "barriers" (the barriers alone), "loads" or "tma"."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("TRITON_")}
     env["TRITON_CACHE_DIR"] = str(tmp_path / "cache")
-    run = subprocess.run([sys.executable, "-c", _COMPILE, "1" if barriers_only else "0"], env=env, cwd=REPO,
+    run = subprocess.run([sys.executable, "-c", _COMPILE, variant], env=env, cwd=REPO,
                          capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr[-2000:]
     return run.stdout
 
 
 def test_grid_barrier_arrives_once_a_program_and_polls_with_acquire_loads(tmp_path):
-    body = _ptx_body(tmp_path, barriers_only=True)
+    body = _ptx_body(tmp_path, "barriers")
     # One thread a program arrives (a release add) and polls (acquire loads); bar.sync shares what it saw.
     assert re.findall(r"@%p\d+ atom\.global\.gpu\.release\.add\.u32", body)
     assert len(re.findall(r"@%p\d+ ld\.global\.gpu\.acquire\.b32", body)) == 2
@@ -58,11 +61,19 @@ def test_grid_barrier_arrives_once_a_program_and_polls_with_acquire_loads(tmp_pa
 
 
 def test_layers_kernel_compiles_and_reads_shared_data_past_l1(tmp_path):
-    body = _ptx_body(tmp_path, barriers_only=False)
+    body = _ptx_body(tmp_path, "loads")
     assert re.search(r"ld\.global\.cg", body)          # what other programs wrote is not read from a stale L1
+    assert not re.search(r"cp\.async\.bulk\.tensor", body)
+    assert len(re.findall(r"mov\.u64\s+%rd\d+, %globaltimer;", body)) == 9    # the start and the 8 barriers
     # A layer's gate_up weight starts at layer x 234,881,024 bytes: past 2**31 from layer 10, so
     # that offset must be formed in 64 bits (in 32 it wrapped, and the run read garbage).
     assert re.search(r"mad\.lo\.s64\s+%rd\d+, %rd\d+, 234881024,", body)
+
+
+def test_tma_variant_reads_the_weights_by_tensor_copies(tmp_path):
+    body = _ptx_body(tmp_path, "tma")
+    assert len(re.findall(r"cp\.async\.bulk\.tensor\.3d", body)) == 4      # qkv, o, gate_up, down
+    assert re.search(r"mbarrier\.try_wait", body)
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="a GPU runs the benchmark instead of refusing")
@@ -72,7 +83,7 @@ def test_refuses_without_a_gpu():
 
 
 @pytest.mark.parametrize("text", ["2,32,128,16,8,2,16", "2,32,100,16,8,2,16,4", "0,32,128,16,8,2,16,4",
-                                  "2,32,128,16,8,2,16,x", ""])
+                                  "2,32,128,16,8,2,16,x", "", "2,32,128,16,8,2,16,4,1,2", "2,32,128,16,8,2,7,4"])
 def test_configs_are_checked(text, capsys):
     with pytest.raises(SystemExit) as e:
         persistent.main(["--configs", text])
@@ -82,6 +93,7 @@ def test_configs_are_checked(text, capsys):
 
 def test_config_fields_and_default_stages():
     cfg = persistent.parse_config("4,32,128,16,8,2,16,4")
-    assert cfg == dict(per_sm=4, bk=32, bn=128, s_qkv=16, s_o=8, s_gu=2, s_d=16, warps=4, stages=1)
+    assert cfg == dict(per_sm=4, bk=32, bn=128, s_qkv=16, s_o=8, s_gu=2, s_d=16, warps=4, stages=1, tma=0)
     assert persistent.parse_config("4,32,128,16,8,2,16,4,3")["stages"] == 3
+    assert persistent.parse_config("4,32,128,16,8,2,16,4,3,1")["tma"] == 1
     assert len(persistent.config_list("1,32,256,8,8,1,16,8;2,16,128,8,8,1,8,4")) == 2
