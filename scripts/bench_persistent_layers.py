@@ -17,8 +17,8 @@ gate), for 32 layers of distinct weights, two ways, each captured in a CUDA grap
 - persistent: one Triton kernel for all 32 layers, a fixed grid of programs resident together,
   split-K partial sums, the reduces, norms and the gate done by the programs between grid-wide
   barriers (an atomic counter), the norms recomputed by every program that needs them; the
-  weights read by plain loads or (a config's tma field) by the copy engine through tensor
-  descriptors.
+  weights read by plain loads or by the copy engine through tensor descriptors, the products
+  by FMAs or as tensor-core dots (a config's kind field).
 
 It prints µs a layer, the weight bytes' rate, the barriers' time alone, each phase's µs a layer
 (program 0 stamps the GPU's global timer after every barrier), and the final residuals'
@@ -123,16 +123,22 @@ def _gemv(x_ptr, nw_ptr, inv, w_ptr, p_ptr, pid, nprog, K: tl.constexpr, N: tl.c
 
 
 @triton.jit
-def _gemv_tma(x_ptr, nw_ptr, inv, w_desc, layer, p_ptr, pid, nprog, K: tl.constexpr, N: tl.constexpr,
-              SPLITS: tl.constexpr, MODE: tl.constexpr, BK: tl.constexpr, BN: tl.constexpr):
-    """_gemv with the weight tiles read by the copy engine (TMA) through a descriptor over all
-    layers' weights [L, K, N], in one flat loop over this program's (item, K step) pairs, so that
-    the compiler's pipelining can run ahead across items as well as within one."""
+def _gemv_flat(x_ptr, nw_ptr, inv, w_ptr, w_desc, layer, p_ptr, pid, nprog, K: tl.constexpr, N: tl.constexpr,
+               SPLITS: tl.constexpr, MODE: tl.constexpr, BK: tl.constexpr, BN: tl.constexpr, KIND: tl.constexpr):
+    """_gemv in one flat loop over this program's (item, K step) pairs, so that the compiler's
+    pipelining can run ahead across items as well as within one. KIND 1: the weight tiles read by
+    the copy engine (TMA) through a descriptor over all layers' weights [L, K, N], the product by
+    FMAs; 2: plain loads, the product as a tensor-core dot of x padded to 16 rows (a load that
+    feeds a dot is what Triton pipelines through shared memory); 3: TMA and the dot."""
     tiles: tl.constexpr = N // BN
     KS: tl.constexpr = K // SPLITS
     STEPS: tl.constexpr = KS // BK
+    DOT: tl.constexpr = KIND >= 2
     mine = (tiles * SPLITS - pid + nprog - 1) // nprog     # items pid, pid + nprog, ...
-    acc = tl.zeros([BK, BN], tl.float32)
+    if DOT:
+        acc = tl.zeros([16, BN], tl.float32)
+    else:
+        acc = tl.zeros([BK, BN], tl.float32)
     for t in range(mine * STEPS):
         item = pid + (t // STEPS) * nprog
         kk = t % STEPS
@@ -140,11 +146,20 @@ def _gemv_tma(x_ptr, nw_ptr, inv, w_desc, layer, p_ptr, pid, nprog, K: tl.conste
         s = item // tiles
         k0 = s * KS + kk * BK
         x = _x_slice(x_ptr, nw_ptr, inv, k0 + tl.arange(0, BK), K, MODE)
-        w = w_desc.load([layer, k0, c * BN]).reshape(BK, BN).to(tl.float32)
-        acc += x[:, None] * w
+        if KIND % 2 == 1:
+            w = w_desc.load([layer, k0, c * BN]).reshape(BK, BN)
+        else:
+            w = tl.load(w_ptr + (k0 + tl.arange(0, BK))[:, None] * N + (c * BN + tl.arange(0, BN))[None, :])
+        if DOT:
+            # x's values are bf16 already, so the padded bf16 operand is exact; row 0 holds the product.
+            xs = tl.where(tl.arange(0, 16)[:, None] == 0, x[None, :], 0.0).to(tl.bfloat16)
+            acc = tl.dot(xs, w, acc)
+        else:
+            acc += x[:, None] * w.to(tl.float32)
         if kk == STEPS - 1:
-            tl.store(p_ptr + s * N + c * BN + tl.arange(0, BN), tl.sum(acc, axis=0))
-            acc = tl.zeros([BK, BN], tl.float32)
+            rn = c * BN + tl.arange(0, BN)
+            tl.store(p_ptr + s * N + rn, tl.sum(acc, axis=0))     # the dot's padded rows are zeros
+            acc = tl.zeros_like(acc)
 
 
 @triton.jit
@@ -168,11 +183,11 @@ def _layers_kernel(r_ptr, n1_ptr, n2_ptr, wqkv_ptr, wo_ptr, wgu_ptr, wd_ptr, p_p
                    times_ptr, dqkv, do, dgu, dd, LAYERS: tl.constexpr, H: tl.constexpr, Q: tl.constexpr, I: tl.constexpr,
                    S_QKV: tl.constexpr, S_O: tl.constexpr, S_GU: tl.constexpr, S_D: tl.constexpr,
                    BK: tl.constexpr, BN: tl.constexpr, BR: tl.constexpr, eps, BARRIERS_ONLY: tl.constexpr,
-                   TMA: tl.constexpr):
+                   KIND: tl.constexpr):
     """All layers in one launch: r (float32 [H], bf16 values) is the residual stream, updated in
     place. qkv's first H outputs stand in for the attention's output (this measures the products
-    and what lies between them, not attention). BARRIERS_ONLY: the grid-wide barriers alone. TMA:
-    the weights read through the descriptors dqkv, do, dgu, dd instead of the pointers. Program 0
+    and what lies between them, not attention). BARRIERS_ONLY: the grid-wide barriers alone. KIND:
+    0 the nested _gemv, else _gemv_flat of that kind (1 and 3 read the descriptors dqkv, do, dgu, dd). Program 0
     stamps the time at the start and after every barrier (times_ptr, LAYERS * 8 + 1 entries)."""
     pid = tl.program_id(0)
     nprog = tl.num_programs(0)
@@ -190,8 +205,8 @@ def _layers_kernel(r_ptr, n1_ptr, n2_ptr, wqkv_ptr, wo_ptr, wgu_ptr, wd_ptr, p_p
         wgu = wgu_ptr + layer * (H * 2 * I)
         wd = wd_ptr + layer * (I * H)
         inv = _inv_rms(r_ptr, H, eps)
-        if TMA:
-            _gemv_tma(r_ptr, n1_ptr + layer * H, inv, dqkv, layer32, p_ptr, pid, nprog, H, Q, S_QKV, 1, BK, BN)
+        if KIND != 0:
+            _gemv_flat(r_ptr, n1_ptr + layer * H, inv, wqkv, dqkv, layer32, p_ptr, pid, nprog, H, Q, S_QKV, 1, BK, BN, KIND)
         else:
             _gemv(r_ptr, n1_ptr + layer * H, inv, wqkv, p_ptr, pid, nprog, H, Q, S_QKV, 1, BK, BN)
         phase += 1
@@ -201,8 +216,8 @@ def _layers_kernel(r_ptr, n1_ptr, n2_ptr, wqkv_ptr, wo_ptr, wgu_ptr, wd_ptr, p_p
         phase += 1
         _grid_sync(sync_ptr, phase * nprog)
         _stamp(times_ptr, pid, phase)
-        if TMA:
-            _gemv_tma(qkv_ptr, n1_ptr, inv, do, layer32, p_ptr, pid, nprog, H, H, S_O, 0, BK, BN)
+        if KIND != 0:
+            _gemv_flat(qkv_ptr, n1_ptr, inv, wo, do, layer32, p_ptr, pid, nprog, H, H, S_O, 0, BK, BN, KIND)
         else:
             _gemv(qkv_ptr, n1_ptr, inv, wo, p_ptr, pid, nprog, H, H, S_O, 0, BK, BN)
         phase += 1
@@ -213,8 +228,8 @@ def _layers_kernel(r_ptr, n1_ptr, n2_ptr, wqkv_ptr, wo_ptr, wgu_ptr, wd_ptr, p_p
         _grid_sync(sync_ptr, phase * nprog)
         _stamp(times_ptr, pid, phase)
         inv2 = _inv_rms(r_ptr, H, eps)
-        if TMA:
-            _gemv_tma(r_ptr, n2_ptr + layer * H, inv2, dgu, layer32, p_ptr, pid, nprog, H, 2 * I, S_GU, 1, BK, BN)
+        if KIND != 0:
+            _gemv_flat(r_ptr, n2_ptr + layer * H, inv2, wgu, dgu, layer32, p_ptr, pid, nprog, H, 2 * I, S_GU, 1, BK, BN, KIND)
         else:
             _gemv(r_ptr, n2_ptr + layer * H, inv2, wgu, p_ptr, pid, nprog, H, 2 * I, S_GU, 1, BK, BN)
         phase += 1
@@ -224,8 +239,8 @@ def _layers_kernel(r_ptr, n1_ptr, n2_ptr, wqkv_ptr, wo_ptr, wgu_ptr, wd_ptr, p_p
         phase += 1
         _grid_sync(sync_ptr, phase * nprog)
         _stamp(times_ptr, pid, phase)
-        if TMA:
-            _gemv_tma(gu_ptr, n1_ptr, inv, dd, layer32, p_ptr, pid, nprog, I, H, S_D, 2, BK, BN)
+        if KIND != 0:
+            _gemv_flat(gu_ptr, n1_ptr, inv, wd, dd, layer32, p_ptr, pid, nprog, I, H, S_D, 2, BK, BN, KIND)
         else:
             _gemv(gu_ptr, n1_ptr, inv, wd, p_ptr, pid, nprog, I, H, S_D, 2, BK, BN)
         phase += 1
@@ -270,17 +285,18 @@ def kernels_step(w: Weights, r: torch.Tensor) -> torch.Tensor:
 
 
 def parse_config(text: str) -> dict:
-    """'P,BK,BN,S_QKV,S_O,S_GU,S_D,WARPS[,STAGES[,TMA]]': programs an SM, the K and N tile, the
-    splits of each product, warps a program, the software pipeline's stages (default 1), and 1 to
-    read the weights by TMA descriptors (default 0: plain loads)."""
-    keys = ("per_sm", "bk", "bn", "s_qkv", "s_o", "s_gu", "s_d", "warps", "stages", "tma")
+    """'P,BK,BN,S_QKV,S_O,S_GU,S_D,WARPS[,STAGES[,KIND]]': programs an SM, the K and N tile, the
+    splits of each product, warps a program, the software pipeline's stages (default 1), and how
+    the products run (default 0): 0 nested loops, plain loads, FMAs; 1 one flat loop, TMA, FMAs;
+    2 flat, plain loads, a tensor-core dot; 3 flat, TMA, a dot (_gemv_flat)."""
+    keys = ("per_sm", "bk", "bn", "s_qkv", "s_o", "s_gu", "s_d", "warps", "stages", "kind")
     try:
         vals = [int(x) for x in text.split(",")]
     except ValueError:
         vals = []
     vals += [1, 0][len(vals) - 8:] if 8 <= len(vals) < len(keys) else []
-    if len(vals) != len(keys) or min(vals[:-1], default=0) < 1 or vals[-1] not in (0, 1):
-        raise argparse.ArgumentTypeError(f"expected 8 to {len(keys)} integers {','.join(keys)} (positive; tma 0 or 1), "
+    if len(vals) != len(keys) or min(vals[:-1], default=0) < 1 or vals[-1] not in (0, 1, 2, 3):
+        raise argparse.ArgumentTypeError(f"expected 8 to {len(keys)} integers {','.join(keys)} (positive; kind 0-3), "
                                          f"got {text!r}")
     cfg = dict(zip(keys, vals))
     for name in ("s_qkv", "s_o", "s_gu", "s_d"):
@@ -334,7 +350,7 @@ class Persistent:
     def _meta(self, barriers_only: bool = False):
         c = self.cfg
         return dict(LAYERS=self.w.layers, H=HIDDEN, Q=QKV, I=INTER, S_QKV=c["s_qkv"], S_O=c["s_o"], S_GU=c["s_gu"],
-                    S_D=c["s_d"], BK=c["bk"], BN=c["bn"], BR=128, eps=EPS, BARRIERS_ONLY=barriers_only, TMA=bool(c["tma"]),
+                    S_D=c["s_d"], BK=c["bk"], BN=c["bn"], BR=128, eps=EPS, BARRIERS_ONLY=barriers_only, KIND=c["kind"],
                     num_warps=c["warps"], num_stages=c["stages"])
 
     def phase_us(self) -> dict:
@@ -375,8 +391,8 @@ def graph_us(fn, reps: int) -> float:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python3 scripts/bench_persistent_layers.py")
     ap.add_argument("--layers", type=int, default=32)
-    ap.add_argument("--configs", type=config_list, default="2,32,128,16,8,2,16,4;4,32,128,16,8,2,16,4;2,16,128,8,8,1,8,4;1,32,256,8,8,1,16,8",
-                    help="semicolon-separated P,BK,BN,S_QKV,S_O,S_GU,S_D,WARPS")
+    ap.add_argument("--configs", type=config_list, default="2,64,128,8,8,2,8,4,4,3;4,32,128,16,8,2,16,4",
+                    help="semicolon-separated P,BK,BN,S_QKV,S_O,S_GU,S_D,WARPS[,STAGES[,KIND]] (parse_config)")
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--json", help="write the figures to this file")
     args = ap.parse_args(argv)

@@ -26,29 +26,37 @@ from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource, compile
 from tests.script_module import load_script
 m = load_script(Path("scripts/bench_persistent_layers.py"))
+variant, stages = sys.argv[1], int(sys.argv[2])
 desc = "tensordesc<bf16[1,32,128]>"
 sig = dict(r_ptr="*fp32", n1_ptr="*bf16", n2_ptr="*bf16", wqkv_ptr="*bf16", wo_ptr="*bf16", wgu_ptr="*bf16",
            wd_ptr="*bf16", p_ptr="*fp32", qkv_ptr="*bf16", gu_ptr="*bf16", sync_ptr="*i32", times_ptr="*i64",
            dqkv=desc, do=desc, dgu=desc, dd=desc, eps="fp32")
 consts = dict(LAYERS=32, H=m.HIDDEN, Q=m.QKV, I=m.INTER, S_QKV=16, S_O=8, S_GU=2, S_D=16, BK=32, BN=128, BR=128,
-              BARRIERS_ONLY=sys.argv[1] == "barriers", TMA=sys.argv[1] == "tma")
+              BARRIERS_ONLY=variant == "barriers", KIND={"barriers": 0, "loads": 0, "tma": 1, "tma-dot": 3}[variant])
 sig.update({c: "constexpr" for c in consts})
 kernel = compile(ASTSource(fn=m._layers_kernel, signature=sig, constexprs=consts), target=GPUTarget("cuda", 90, 32),
-                 options={"num_warps": 4})
+                 options={"num_warps": 4, "num_stages": stages})
 assert kernel.asm["cubin"], "ptxas gave no cubin"
 ptx = kernel.asm["ptx"]
+print(kernel.metadata.shared)
 print(ptx[ptx.index(".entry"):])
 """
 
 
-def _ptx_body(tmp_path: Path, variant: str) -> str:
-    """PTX of _layers_kernel: variant "barriers" (the barriers alone), "loads" or "tma"."""
+def _compiled(tmp_path: Path, variant: str, stages: int = 1) -> tuple[int, str]:
+    """(shared memory bytes, PTX) of _layers_kernel: variant "barriers" (the barriers alone),
+    "loads" (kind 0), "tma" (kind 1) or "tma-dot" (kind 3)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("TRITON_")}
     env["TRITON_CACHE_DIR"] = str(tmp_path / "cache")
-    run = subprocess.run([sys.executable, "-c", _COMPILE, variant], env=env, cwd=REPO,
+    run = subprocess.run([sys.executable, "-c", _COMPILE, variant, str(stages)], env=env, cwd=REPO,
                          capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr[-2000:]
-    return run.stdout
+    shared, ptx = run.stdout.split("\n", 1)
+    return int(shared), ptx
+
+
+def _ptx_body(tmp_path: Path, variant: str) -> str:
+    return _compiled(tmp_path, variant)[1]
 
 
 def test_grid_barrier_arrives_once_a_program_and_polls_with_acquire_loads(tmp_path):
@@ -76,6 +84,16 @@ def test_tma_variant_reads_the_weights_by_tensor_copies(tmp_path):
     assert re.search(r"mbarrier\.try_wait", body)
 
 
+def test_tma_dot_kind_pipelines_the_weight_tiles_and_plain_fma_tma_does_not(tmp_path):
+    # The H200 figures rest on this: with the product as a dot, Triton keeps several 8 KB weight
+    # tiles in flight through shared memory; with FMAs one buffer, whatever the stages asked for.
+    dot_shared, dot_ptx = _compiled(tmp_path, "tma-dot", stages=3)
+    fma_shared, _ = _compiled(tmp_path, "tma", stages=3)
+    tile = 32 * 128 * 2
+    assert fma_shared < 2 * tile <= dot_shared, (fma_shared, dot_shared)
+    assert re.search(r"mma\.sync\.aligned\.m16n8k16\.row\.col\.f32\.bf16\.bf16\.f32", dot_ptx)
+
+
 @pytest.mark.skipif(torch.cuda.is_available(), reason="a GPU runs the benchmark instead of refusing")
 def test_refuses_without_a_gpu():
     with pytest.raises(SystemExit, match="needs a CUDA GPU"):
@@ -83,7 +101,7 @@ def test_refuses_without_a_gpu():
 
 
 @pytest.mark.parametrize("text", ["2,32,128,16,8,2,16", "2,32,100,16,8,2,16,4", "0,32,128,16,8,2,16,4",
-                                  "2,32,128,16,8,2,16,x", "", "2,32,128,16,8,2,16,4,1,2", "2,32,128,16,8,2,7,4"])
+                                  "2,32,128,16,8,2,16,x", "", "2,32,128,16,8,2,16,4,1,4", "2,32,128,16,8,2,7,4"])
 def test_configs_are_checked(text, capsys):
     with pytest.raises(SystemExit) as e:
         persistent.main(["--configs", text])
@@ -93,7 +111,7 @@ def test_configs_are_checked(text, capsys):
 
 def test_config_fields_and_default_stages():
     cfg = persistent.parse_config("4,32,128,16,8,2,16,4")
-    assert cfg == dict(per_sm=4, bk=32, bn=128, s_qkv=16, s_o=8, s_gu=2, s_d=16, warps=4, stages=1, tma=0)
+    assert cfg == dict(per_sm=4, bk=32, bn=128, s_qkv=16, s_o=8, s_gu=2, s_d=16, warps=4, stages=1, kind=0)
     assert persistent.parse_config("4,32,128,16,8,2,16,4,3")["stages"] == 3
-    assert persistent.parse_config("4,32,128,16,8,2,16,4,3,1")["tma"] == 1
+    assert persistent.parse_config("4,32,128,16,8,2,16,4,3,3")["kind"] == 3
     assert len(persistent.config_list("1,32,256,8,8,1,16,8;2,16,128,8,8,1,8,4")) == 2
