@@ -18,7 +18,8 @@ gate), for 32 layers of distinct weights, two ways, each captured in a CUDA grap
   split-K partial sums, the reduces, norms and the gate done by the programs between grid-wide
   barriers (an atomic counter), the norms recomputed by every program that needs them; the
   weights read by plain loads or by the copy engine through tensor descriptors, the products
-  by FMAs or as tensor-core dots (a config's kind field).
+  by FMAs or as tensor-core dots (a config's kind field), the qkv and gate_up reduces done by
+  their own phases or folded into the products that read them (its fold field).
 
 It prints µs a layer, the weight bytes' rate, the barriers' time alone, each phase's µs a layer
 (program 0 stamps the GPU's global timer after every barrier), and the final residuals'
@@ -84,11 +85,23 @@ def _stamp(times_ptr, pid, i):
 
 
 @triton.jit
-def _x_slice(x_ptr, nw_ptr, inv, rk, K: tl.constexpr, MODE: tl.constexpr):
+def _x_slice(x_ptr, nw_ptr, inv, rk, K: tl.constexpr, MODE: tl.constexpr, S_IN: tl.constexpr, N_IN: tl.constexpr):
     """The product's input at rows rk, float32 of bf16 values. MODE 0: x as stored (bf16); 1: RMSNorm
     of the float32 residual x (inverse rms inv) times the norm weight, rounded to bf16 as the engine
-    rounds it; 2: x = [gate | up] (bf16), silu(gate) * up rounded to bf16 (K the intermediate size)."""
-    if MODE == 0:
+    rounds it; 2: x = [gate | up] (bf16), silu(gate) * up rounded to bf16 (K the intermediate size).
+    3 and 4 fold the previous product's reduce in: x points at its S_IN float32 partial sums
+    [S_IN, N_IN], summed here and rounded to bf16 (3: x itself; 4: the gate and up of mode 2)."""
+    if MODE == 3:
+        parts = tl.load(x_ptr + tl.arange(0, S_IN)[:, None] * N_IN + rk[None, :], cache_modifier=".cg")
+        x = tl.sum(parts, axis=0).to(tl.bfloat16).to(tl.float32)
+    elif MODE == 4:
+        gp = tl.load(x_ptr + tl.arange(0, S_IN)[:, None] * N_IN + rk[None, :], cache_modifier=".cg")
+        up = tl.load(x_ptr + tl.arange(0, S_IN)[:, None] * N_IN + K + rk[None, :], cache_modifier=".cg")
+        g = tl.sum(gp, axis=0).to(tl.bfloat16).to(tl.float32)
+        u = tl.sum(up, axis=0).to(tl.bfloat16).to(tl.float32)
+        x = (g / (1.0 + tl.exp(-g))).to(tl.bfloat16).to(tl.float32) * u
+        x = x.to(tl.bfloat16).to(tl.float32)
+    elif MODE == 0:
         x = tl.load(x_ptr + rk, cache_modifier=".cg").to(tl.float32)
     elif MODE == 1:
         r = tl.load(x_ptr + rk, cache_modifier=".cg")
@@ -104,7 +117,8 @@ def _x_slice(x_ptr, nw_ptr, inv, rk, K: tl.constexpr, MODE: tl.constexpr):
 
 @triton.jit
 def _gemv(x_ptr, nw_ptr, inv, w_ptr, p_ptr, pid, nprog, K: tl.constexpr, N: tl.constexpr,
-          SPLITS: tl.constexpr, MODE: tl.constexpr, BK: tl.constexpr, BN: tl.constexpr):
+          SPLITS: tl.constexpr, MODE: tl.constexpr, BK: tl.constexpr, BN: tl.constexpr,
+          S_IN: tl.constexpr, N_IN: tl.constexpr):
     """Partial sums p[split, N] of x @ w over w [K, N] (row-major storage, N contiguous), work items
     (column tile, split) dealt round robin, the weight read by plain loads."""
     tiles: tl.constexpr = N // BN
@@ -116,7 +130,7 @@ def _gemv(x_ptr, nw_ptr, inv, w_ptr, p_ptr, pid, nprog, K: tl.constexpr, N: tl.c
         acc = tl.zeros([BK, BN], tl.float32)
         for k0 in range(0, KS, BK):
             rk = s * KS + k0 + tl.arange(0, BK)
-            x = _x_slice(x_ptr, nw_ptr, inv, rk, K, MODE)
+            x = _x_slice(x_ptr, nw_ptr, inv, rk, K, MODE, S_IN, N_IN)
             w = tl.load(w_ptr + rk[:, None] * N + rn[None, :]).to(tl.float32)
             acc += x[:, None] * w
         tl.store(p_ptr + s * N + rn, tl.sum(acc, axis=0))
@@ -124,7 +138,8 @@ def _gemv(x_ptr, nw_ptr, inv, w_ptr, p_ptr, pid, nprog, K: tl.constexpr, N: tl.c
 
 @triton.jit
 def _gemv_flat(x_ptr, nw_ptr, inv, w_ptr, w_desc, layer, p_ptr, pid, nprog, K: tl.constexpr, N: tl.constexpr,
-               SPLITS: tl.constexpr, MODE: tl.constexpr, BK: tl.constexpr, BN: tl.constexpr, KIND: tl.constexpr):
+               SPLITS: tl.constexpr, MODE: tl.constexpr, BK: tl.constexpr, BN: tl.constexpr, KIND: tl.constexpr,
+               S_IN: tl.constexpr, N_IN: tl.constexpr):
     """_gemv in one flat loop over this program's (item, K step) pairs, so that the compiler's
     pipelining can run ahead across items as well as within one. KIND 1: the weight tiles read by
     the copy engine (TMA) through a descriptor over all layers' weights [L, K, N], the product by
@@ -145,7 +160,7 @@ def _gemv_flat(x_ptr, nw_ptr, inv, w_ptr, w_desc, layer, p_ptr, pid, nprog, K: t
         c = item % tiles
         s = item // tiles
         k0 = s * KS + kk * BK
-        x = _x_slice(x_ptr, nw_ptr, inv, k0 + tl.arange(0, BK), K, MODE)
+        x = _x_slice(x_ptr, nw_ptr, inv, k0 + tl.arange(0, BK), K, MODE, S_IN, N_IN)
         if KIND % 2 == 1:
             w = w_desc.load([layer, k0, c * BN]).reshape(BK, BN)
         else:
@@ -179,22 +194,26 @@ def _reduce(p_ptr, out_ptr, r_ptr, pid, nprog, N: tl.constexpr, SPLITS: tl.const
 
 
 @triton.jit
-def _layers_kernel(r_ptr, n1_ptr, n2_ptr, wqkv_ptr, wo_ptr, wgu_ptr, wd_ptr, p_ptr, qkv_ptr, gu_ptr, sync_ptr,
+def _layers_kernel(r_ptr, n1_ptr, n2_ptr, wqkv_ptr, wo_ptr, wgu_ptr, wd_ptr, p_ptr, p2_ptr, qkv_ptr, gu_ptr, sync_ptr,
                    times_ptr, dqkv, do, dgu, dd, LAYERS: tl.constexpr, H: tl.constexpr, Q: tl.constexpr, I: tl.constexpr,
                    S_QKV: tl.constexpr, S_O: tl.constexpr, S_GU: tl.constexpr, S_D: tl.constexpr,
                    BK: tl.constexpr, BN: tl.constexpr, BR: tl.constexpr, eps, BARRIERS_ONLY: tl.constexpr,
-                   KIND: tl.constexpr):
+                   KIND: tl.constexpr, FOLD: tl.constexpr):
     """All layers in one launch: r (float32 [H], bf16 values) is the residual stream, updated in
     place. qkv's first H outputs stand in for the attention's output (this measures the products
     and what lies between them, not attention). BARRIERS_ONLY: the grid-wide barriers alone. KIND:
-    0 the nested _gemv, else _gemv_flat of that kind (1 and 3 read the descriptors dqkv, do, dgu, dd). Program 0
+    0 the nested _gemv, else _gemv_flat of that kind (1 and 3 read the descriptors dqkv, do, dgu, dd).
+    FOLD: the o and down products sum the qkv and gate_up partials themselves (_x_slice modes 3
+    and 4), so those two reduces and their barriers go; their phases then read 0. The products
+    write their partials to p and p2 in turn, so that one can read the other's. Program 0
     stamps the time at the start and after every barrier (times_ptr, LAYERS * 8 + 1 entries)."""
     pid = tl.program_id(0)
     nprog = tl.num_programs(0)
-    phase = 0
+    phase = 0          # barriers passed: the counter's target
+    stamp = 0          # the timer's slots: 8 a layer, a folded phase's slot stamped at once
     _stamp(times_ptr, pid, 0)
     if BARRIERS_ONLY:
-        for b in range(LAYERS * 8):
+        for b in range(LAYERS * (6 if FOLD else 8)):
             _grid_sync(sync_ptr, (b + 1) * nprog)
             _stamp(times_ptr, pid, b + 1)
         return
@@ -206,50 +225,68 @@ def _layers_kernel(r_ptr, n1_ptr, n2_ptr, wqkv_ptr, wo_ptr, wgu_ptr, wd_ptr, p_p
         wd = wd_ptr + layer * (I * H)
         inv = _inv_rms(r_ptr, H, eps)
         if KIND != 0:
-            _gemv_flat(r_ptr, n1_ptr + layer * H, inv, wqkv, dqkv, layer32, p_ptr, pid, nprog, H, Q, S_QKV, 1, BK, BN, KIND)
+            _gemv_flat(r_ptr, n1_ptr + layer * H, inv, wqkv, dqkv, layer32, p_ptr, pid, nprog, H, Q, S_QKV, 1, BK, BN,
+                       KIND, 1, 1)
         else:
-            _gemv(r_ptr, n1_ptr + layer * H, inv, wqkv, p_ptr, pid, nprog, H, Q, S_QKV, 1, BK, BN)
+            _gemv(r_ptr, n1_ptr + layer * H, inv, wqkv, p_ptr, pid, nprog, H, Q, S_QKV, 1, BK, BN, 1, 1)
         phase += 1
         _grid_sync(sync_ptr, phase * nprog)
-        _stamp(times_ptr, pid, phase)
-        _reduce(p_ptr, qkv_ptr, r_ptr, pid, nprog, Q, S_QKV, 0, BR)
-        phase += 1
-        _grid_sync(sync_ptr, phase * nprog)
-        _stamp(times_ptr, pid, phase)
-        if KIND != 0:
-            _gemv_flat(qkv_ptr, n1_ptr, inv, wo, do, layer32, p_ptr, pid, nprog, H, H, S_O, 0, BK, BN, KIND)
+        _stamp(times_ptr, pid, stamp + 1)
+        if not FOLD:
+            _reduce(p_ptr, qkv_ptr, r_ptr, pid, nprog, Q, S_QKV, 0, BR)
+            phase += 1
+            _grid_sync(sync_ptr, phase * nprog)
+        _stamp(times_ptr, pid, stamp + 2)
+        if FOLD:
+            if KIND != 0:
+                _gemv_flat(p_ptr, n1_ptr, inv, wo, do, layer32, p2_ptr, pid, nprog, H, H, S_O, 3, BK, BN, KIND, S_QKV, Q)
+            else:
+                _gemv(p_ptr, n1_ptr, inv, wo, p2_ptr, pid, nprog, H, H, S_O, 3, BK, BN, S_QKV, Q)
         else:
-            _gemv(qkv_ptr, n1_ptr, inv, wo, p_ptr, pid, nprog, H, H, S_O, 0, BK, BN)
+            if KIND != 0:
+                _gemv_flat(qkv_ptr, n1_ptr, inv, wo, do, layer32, p2_ptr, pid, nprog, H, H, S_O, 0, BK, BN, KIND, 1, 1)
+            else:
+                _gemv(qkv_ptr, n1_ptr, inv, wo, p2_ptr, pid, nprog, H, H, S_O, 0, BK, BN, 1, 1)
         phase += 1
         _grid_sync(sync_ptr, phase * nprog)
-        _stamp(times_ptr, pid, phase)
-        _reduce(p_ptr, qkv_ptr, r_ptr, pid, nprog, H, S_O, 1, BR)
+        _stamp(times_ptr, pid, stamp + 3)
+        _reduce(p2_ptr, qkv_ptr, r_ptr, pid, nprog, H, S_O, 1, BR)
         phase += 1
         _grid_sync(sync_ptr, phase * nprog)
-        _stamp(times_ptr, pid, phase)
+        _stamp(times_ptr, pid, stamp + 4)
         inv2 = _inv_rms(r_ptr, H, eps)
         if KIND != 0:
-            _gemv_flat(r_ptr, n2_ptr + layer * H, inv2, wgu, dgu, layer32, p_ptr, pid, nprog, H, 2 * I, S_GU, 1, BK, BN, KIND)
+            _gemv_flat(r_ptr, n2_ptr + layer * H, inv2, wgu, dgu, layer32, p_ptr, pid, nprog, H, 2 * I, S_GU, 1, BK, BN,
+                       KIND, 1, 1)
         else:
-            _gemv(r_ptr, n2_ptr + layer * H, inv2, wgu, p_ptr, pid, nprog, H, 2 * I, S_GU, 1, BK, BN)
+            _gemv(r_ptr, n2_ptr + layer * H, inv2, wgu, p_ptr, pid, nprog, H, 2 * I, S_GU, 1, BK, BN, 1, 1)
         phase += 1
         _grid_sync(sync_ptr, phase * nprog)
-        _stamp(times_ptr, pid, phase)
-        _reduce(p_ptr, gu_ptr, r_ptr, pid, nprog, 2 * I, S_GU, 0, BR)
-        phase += 1
-        _grid_sync(sync_ptr, phase * nprog)
-        _stamp(times_ptr, pid, phase)
-        if KIND != 0:
-            _gemv_flat(gu_ptr, n1_ptr, inv, wd, dd, layer32, p_ptr, pid, nprog, I, H, S_D, 2, BK, BN, KIND)
+        _stamp(times_ptr, pid, stamp + 5)
+        if not FOLD:
+            _reduce(p_ptr, gu_ptr, r_ptr, pid, nprog, 2 * I, S_GU, 0, BR)
+            phase += 1
+            _grid_sync(sync_ptr, phase * nprog)
+        _stamp(times_ptr, pid, stamp + 6)
+        if FOLD:
+            if KIND != 0:
+                _gemv_flat(p_ptr, n1_ptr, inv, wd, dd, layer32, p2_ptr, pid, nprog, I, H, S_D, 4, BK, BN, KIND,
+                           S_GU, 2 * I)
+            else:
+                _gemv(p_ptr, n1_ptr, inv, wd, p2_ptr, pid, nprog, I, H, S_D, 4, BK, BN, S_GU, 2 * I)
         else:
-            _gemv(gu_ptr, n1_ptr, inv, wd, p_ptr, pid, nprog, I, H, S_D, 2, BK, BN)
+            if KIND != 0:
+                _gemv_flat(gu_ptr, n1_ptr, inv, wd, dd, layer32, p2_ptr, pid, nprog, I, H, S_D, 2, BK, BN, KIND, 1, 1)
+            else:
+                _gemv(gu_ptr, n1_ptr, inv, wd, p2_ptr, pid, nprog, I, H, S_D, 2, BK, BN, 1, 1)
         phase += 1
         _grid_sync(sync_ptr, phase * nprog)
-        _stamp(times_ptr, pid, phase)
-        _reduce(p_ptr, qkv_ptr, r_ptr, pid, nprog, H, S_D, 1, BR)
+        _stamp(times_ptr, pid, stamp + 7)
+        _reduce(p2_ptr, qkv_ptr, r_ptr, pid, nprog, H, S_D, 1, BR)
         phase += 1
         _grid_sync(sync_ptr, phase * nprog)
-        _stamp(times_ptr, pid, phase)
+        _stamp(times_ptr, pid, stamp + 8)
+        stamp += 8
 
 
 PHASES = ("qkv", "qkv reduce", "o", "o reduce + residual", "gate_up", "gate_up reduce", "down",
@@ -285,19 +322,21 @@ def kernels_step(w: Weights, r: torch.Tensor) -> torch.Tensor:
 
 
 def parse_config(text: str) -> dict:
-    """'P,BK,BN,S_QKV,S_O,S_GU,S_D,WARPS[,STAGES[,KIND]]': programs an SM, the K and N tile, the
-    splits of each product, warps a program, the software pipeline's stages (default 1), and how
+    """'P,BK,BN,S_QKV,S_O,S_GU,S_D,WARPS[,STAGES[,KIND[,FOLD]]]': programs an SM, the K and N tile,
+    the splits of each product, warps a program, the software pipeline's stages (default 1), how
     the products run (default 0): 0 nested loops, plain loads, FMAs; 1 one flat loop, TMA, FMAs;
-    2 flat, plain loads, a tensor-core dot; 3 flat, TMA, a dot (_gemv_flat)."""
-    keys = ("per_sm", "bk", "bn", "s_qkv", "s_o", "s_gu", "s_d", "warps", "stages", "kind")
+    2 flat, plain loads, a tensor-core dot; 3 flat, TMA, a dot (_gemv_flat); and FOLD 1 to fold
+    the qkv and gate_up reduces into the products that read them (default 0)."""
+    keys = ("per_sm", "bk", "bn", "s_qkv", "s_o", "s_gu", "s_d", "warps", "stages", "kind", "fold")
     try:
         vals = [int(x) for x in text.split(",")]
     except ValueError:
         vals = []
-    vals += [1, 0][len(vals) - 8:] if 8 <= len(vals) < len(keys) else []
-    if len(vals) != len(keys) or min(vals[:-1], default=0) < 1 or vals[-1] not in (0, 1, 2, 3):
-        raise argparse.ArgumentTypeError(f"expected 8 to {len(keys)} integers {','.join(keys)} (positive; kind 0-3), "
-                                         f"got {text!r}")
+    vals += [1, 0, 0][len(vals) - 8:] if 8 <= len(vals) < len(keys) else []
+    if (len(vals) != len(keys) or min(vals[:-2], default=0) < 1 or vals[-2] not in (0, 1, 2, 3)
+            or vals[-1] not in (0, 1)):
+        raise argparse.ArgumentTypeError(f"expected 8 to {len(keys)} integers {','.join(keys)} (positive; kind 0-3; "
+                                         f"fold 0 or 1), got {text!r}")
     cfg = dict(zip(keys, vals))
     for name in ("s_qkv", "s_o", "s_gu", "s_d"):
         if cfg[name] & (cfg[name] - 1):
@@ -323,6 +362,7 @@ class Persistent:
         self.nprog = sms * cfg["per_sm"]
         smax = max(cfg["s_qkv"], cfg["s_o"], cfg["s_gu"], cfg["s_d"])
         self.part = torch.empty(smax * 2 * INTER, dtype=torch.float32, device=dev)
+        self.part2 = torch.empty(smax * 2 * INTER, dtype=torch.float32, device=dev)
         self.qkv = torch.empty(QKV, dtype=torch.bfloat16, device=dev)
         self.gu = torch.empty(2 * INTER, dtype=torch.bfloat16, device=dev)
         self.sync = torch.zeros(2, dtype=torch.int32, device=dev)
@@ -344,13 +384,13 @@ class Persistent:
 
     def _args(self, r):
         w = self.w
-        return (r, w.n1, w.n2, w.qkv, w.o, w.gu, w.down, self.part, self.qkv, self.gu, self.sync, self.times,
+        return (r, w.n1, w.n2, w.qkv, w.o, w.gu, w.down, self.part, self.part2, self.qkv, self.gu, self.sync, self.times,
                 *self.descs)
 
     def _meta(self, barriers_only: bool = False):
         c = self.cfg
         return dict(LAYERS=self.w.layers, H=HIDDEN, Q=QKV, I=INTER, S_QKV=c["s_qkv"], S_O=c["s_o"], S_GU=c["s_gu"],
-                    S_D=c["s_d"], BK=c["bk"], BN=c["bn"], BR=128, eps=EPS, BARRIERS_ONLY=barriers_only, KIND=c["kind"],
+                    S_D=c["s_d"], BK=c["bk"], BN=c["bn"], BR=128, eps=EPS, BARRIERS_ONLY=barriers_only, KIND=c["kind"], FOLD=bool(c["fold"]),
                     num_warps=c["warps"], num_stages=c["stages"])
 
     def phase_us(self) -> dict:
@@ -391,8 +431,8 @@ def graph_us(fn, reps: int) -> float:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python3 scripts/bench_persistent_layers.py")
     ap.add_argument("--layers", type=int, default=32)
-    ap.add_argument("--configs", type=config_list, default="2,64,128,8,8,2,8,4,4,3;4,32,128,16,8,2,16,4",
-                    help="semicolon-separated P,BK,BN,S_QKV,S_O,S_GU,S_D,WARPS[,STAGES[,KIND]] (parse_config)")
+    ap.add_argument("--configs", type=config_list, default="2,64,128,16,8,1,8,4,3,3,1;4,32,128,16,8,2,16,4",
+                    help="semicolon-separated P,BK,BN,S_QKV,S_O,S_GU,S_D,WARPS[,STAGES[,KIND[,FOLD]]] (parse_config)")
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--json", help="write the figures to this file")
     args = ap.parse_args(argv)
@@ -437,8 +477,8 @@ def main(argv=None) -> int:
         rows.append(dict(way="persistent", config=cfg, programs=p.nprog, us_layer=us / args.layers,
                          tb_s=w.nbytes() / (us * 1e-6) / 1e12, barriers_us_layer=bar / args.layers,
                          max_rel_diff=diff, barrier_timeout=failed, phases_us_layer=phases))
-        print(f"persistent {label}: {us / args.layers:.1f} us a layer ({rows[-1]['tb_s']:.2f} TB/s), of which its 8 "
-              f"barriers alone {bar / args.layers:.1f}; max rel diff to kernels {diff:.2e}; barrier timeout {failed}",
+        print(f"persistent {label}: {us / args.layers:.1f} us a layer ({rows[-1]['tb_s']:.2f} TB/s), of which its "
+              f"{6 if cfg['fold'] else 8} barriers alone {bar / args.layers:.1f}; max rel diff to kernels {diff:.2e}; barrier timeout {failed}",
               flush=True)
         if phases:
             print("    phases, us a layer: " + ", ".join(f"{k} {v:.1f}" for k, v in phases.items()), flush=True)
