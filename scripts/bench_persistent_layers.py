@@ -23,9 +23,10 @@ gate), for 32 layers of distinct weights, two ways, each captured in a CUDA grap
 
 It prints µs a layer, the weight bytes' rate, the barriers' time alone, each phase's µs a layer
 (program 0 stamps the GPU's global timer after every barrier), and the final residuals'
-difference (the two sum in different orders, so they agree to bf16 rounding, not bit for bit). Each barrier gives up
-after a bounded spin and the run then reports the config as failed instead of hanging: a grid
-larger than what stays resident at once would otherwise never pass its first barrier.
+difference (the two sum in different orders, so they agree to bf16 rounding, not bit for bit).
+A config whose programs cannot all be resident at once (by the compiled kernel's registers and
+shared memory) is skipped, and each barrier gives up after a bounded spin, the run then reported
+as failed: a grid that is not all resident would otherwise never pass its first barrier.
 
 Needs a CUDA GPU. A script, not one of engine/benchmarks: any commit under engine/ moves the
 engine's source date, and with it the wheel's bytes that the gpu-h200 evidence binds.
@@ -390,8 +391,8 @@ class Persistent:
     def _meta(self, barriers_only: bool = False):
         c = self.cfg
         return dict(LAYERS=self.w.layers, H=HIDDEN, Q=QKV, I=INTER, S_QKV=c["s_qkv"], S_O=c["s_o"], S_GU=c["s_gu"],
-                    S_D=c["s_d"], BK=c["bk"], BN=c["bn"], BR=128, eps=EPS, BARRIERS_ONLY=barriers_only, KIND=c["kind"], FOLD=bool(c["fold"]),
-                    num_warps=c["warps"], num_stages=c["stages"])
+                    S_D=c["s_d"], BK=c["bk"], BN=c["bn"], BR=128, eps=EPS, BARRIERS_ONLY=barriers_only,
+                    KIND=c["kind"], FOLD=bool(c["fold"]), num_warps=c["warps"], num_stages=c["stages"])
 
     def phase_us(self) -> dict:
         """µs a layer of each phase (what ends at its barrier), from program 0's stamps of the last run."""
