@@ -179,6 +179,18 @@ def _gemv_flat(x_ptr, nw_ptr, inv, w_ptr, w_desc, layer, p_ptr, pid, nprog, K: t
 
 
 @triton.jit
+def _product(x_ptr, nw_ptr, inv, w_ptr, w_desc, layer32, p_ptr, pid, nprog, K: tl.constexpr, N: tl.constexpr,
+             SPLITS: tl.constexpr, MODE: tl.constexpr, BK: tl.constexpr, BN: tl.constexpr, KIND: tl.constexpr,
+             S_IN: tl.constexpr, N_IN: tl.constexpr):
+    """One product phase, run the config's way: KIND 0 the nested _gemv, else _gemv_flat."""
+    if KIND != 0:
+        _gemv_flat(x_ptr, nw_ptr, inv, w_ptr, w_desc, layer32, p_ptr, pid, nprog, K, N, SPLITS, MODE, BK, BN, KIND,
+                   S_IN, N_IN)
+    else:
+        _gemv(x_ptr, nw_ptr, inv, w_ptr, p_ptr, pid, nprog, K, N, SPLITS, MODE, BK, BN, S_IN, N_IN)
+
+
+@triton.jit
 def _reduce(p_ptr, out_ptr, r_ptr, pid, nprog, N: tl.constexpr, SPLITS: tl.constexpr, MODE: tl.constexpr,
             BR: tl.constexpr):
     """Sum the splits of p[SPLITS, N]. MODE 0: store bf16 to out; 1: add into the float32 residual
@@ -225,29 +237,20 @@ def _layers_kernel(r_ptr, n1_ptr, n2_ptr, wqkv_ptr, wo_ptr, wgu_ptr, wd_ptr, p_p
         wgu = wgu_ptr + layer * (H * 2 * I)
         wd = wd_ptr + layer * (I * H)
         inv = _inv_rms(r_ptr, H, eps)
-        if KIND != 0:
-            _gemv_flat(r_ptr, n1_ptr + layer * H, inv, wqkv, dqkv, layer32, p_ptr, pid, nprog, H, Q, S_QKV, 1, BK, BN,
-                       KIND, 1, 1)
-        else:
-            _gemv(r_ptr, n1_ptr + layer * H, inv, wqkv, p_ptr, pid, nprog, H, Q, S_QKV, 1, BK, BN, 1, 1)
+        _product(r_ptr, n1_ptr + layer * H, inv, wqkv, dqkv, layer32, p_ptr, pid, nprog, H, Q, S_QKV, 1, BK, BN, KIND,
+                 1, 1)
         phase += 1
         _grid_sync(sync_ptr, phase * nprog)
         _stamp(times_ptr, pid, stamp + 1)
-        if not FOLD:
+        if FOLD:      # o sums qkv's partials itself (mode 3); the reduce's slot reads 0
+            _stamp(times_ptr, pid, stamp + 2)
+            _product(p_ptr, n1_ptr, inv, wo, do, layer32, p2_ptr, pid, nprog, H, H, S_O, 3, BK, BN, KIND, S_QKV, Q)
+        else:
             _reduce(p_ptr, qkv_ptr, r_ptr, pid, nprog, Q, S_QKV, 0, BR)
             phase += 1
             _grid_sync(sync_ptr, phase * nprog)
-        _stamp(times_ptr, pid, stamp + 2)
-        if FOLD:
-            if KIND != 0:
-                _gemv_flat(p_ptr, n1_ptr, inv, wo, do, layer32, p2_ptr, pid, nprog, H, H, S_O, 3, BK, BN, KIND, S_QKV, Q)
-            else:
-                _gemv(p_ptr, n1_ptr, inv, wo, p2_ptr, pid, nprog, H, H, S_O, 3, BK, BN, S_QKV, Q)
-        else:
-            if KIND != 0:
-                _gemv_flat(qkv_ptr, n1_ptr, inv, wo, do, layer32, p2_ptr, pid, nprog, H, H, S_O, 0, BK, BN, KIND, 1, 1)
-            else:
-                _gemv(qkv_ptr, n1_ptr, inv, wo, p2_ptr, pid, nprog, H, H, S_O, 0, BK, BN, 1, 1)
+            _stamp(times_ptr, pid, stamp + 2)
+            _product(qkv_ptr, n1_ptr, inv, wo, do, layer32, p2_ptr, pid, nprog, H, H, S_O, 0, BK, BN, KIND, 1, 1)
         phase += 1
         _grid_sync(sync_ptr, phase * nprog)
         _stamp(times_ptr, pid, stamp + 3)
@@ -256,30 +259,20 @@ def _layers_kernel(r_ptr, n1_ptr, n2_ptr, wqkv_ptr, wo_ptr, wgu_ptr, wd_ptr, p_p
         _grid_sync(sync_ptr, phase * nprog)
         _stamp(times_ptr, pid, stamp + 4)
         inv2 = _inv_rms(r_ptr, H, eps)
-        if KIND != 0:
-            _gemv_flat(r_ptr, n2_ptr + layer * H, inv2, wgu, dgu, layer32, p_ptr, pid, nprog, H, 2 * I, S_GU, 1, BK, BN,
-                       KIND, 1, 1)
-        else:
-            _gemv(r_ptr, n2_ptr + layer * H, inv2, wgu, p_ptr, pid, nprog, H, 2 * I, S_GU, 1, BK, BN, 1, 1)
+        _product(r_ptr, n2_ptr + layer * H, inv2, wgu, dgu, layer32, p_ptr, pid, nprog, H, 2 * I, S_GU, 1, BK, BN, KIND,
+                 1, 1)
         phase += 1
         _grid_sync(sync_ptr, phase * nprog)
         _stamp(times_ptr, pid, stamp + 5)
-        if not FOLD:
+        if FOLD:      # down sums gate_up's partials itself (mode 4); the reduce's slot reads 0
+            _stamp(times_ptr, pid, stamp + 6)
+            _product(p_ptr, n1_ptr, inv, wd, dd, layer32, p2_ptr, pid, nprog, I, H, S_D, 4, BK, BN, KIND, S_GU, 2 * I)
+        else:
             _reduce(p_ptr, gu_ptr, r_ptr, pid, nprog, 2 * I, S_GU, 0, BR)
             phase += 1
             _grid_sync(sync_ptr, phase * nprog)
-        _stamp(times_ptr, pid, stamp + 6)
-        if FOLD:
-            if KIND != 0:
-                _gemv_flat(p_ptr, n1_ptr, inv, wd, dd, layer32, p2_ptr, pid, nprog, I, H, S_D, 4, BK, BN, KIND,
-                           S_GU, 2 * I)
-            else:
-                _gemv(p_ptr, n1_ptr, inv, wd, p2_ptr, pid, nprog, I, H, S_D, 4, BK, BN, S_GU, 2 * I)
-        else:
-            if KIND != 0:
-                _gemv_flat(gu_ptr, n1_ptr, inv, wd, dd, layer32, p2_ptr, pid, nprog, I, H, S_D, 2, BK, BN, KIND, 1, 1)
-            else:
-                _gemv(gu_ptr, n1_ptr, inv, wd, p2_ptr, pid, nprog, I, H, S_D, 2, BK, BN, 1, 1)
+            _stamp(times_ptr, pid, stamp + 6)
+            _product(gu_ptr, n1_ptr, inv, wd, dd, layer32, p2_ptr, pid, nprog, I, H, S_D, 2, BK, BN, KIND, 1, 1)
         phase += 1
         _grid_sync(sync_ptr, phase * nprog)
         _stamp(times_ptr, pid, stamp + 7)
@@ -406,7 +399,9 @@ class Persistent:
 
 
 def graph_us(fn, reps: int) -> float:
-    """µs a replay of fn captured in a CUDA graph (median of reps timed replays after warm-up)."""
+    """µs a replay of fn captured in a CUDA graph (median of reps timed replays after warm-up).
+    Timed by CUDA events around each replay, not by the host's clock around a synchronize (as
+    engine.benchmarks.projections.graph_time does): the documented figures are GPU time."""
     s = torch.cuda.Stream()
     s.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(s):

@@ -18,22 +18,30 @@ from releases.canonical import file_sha256
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.mark.slow
-def test_judged_gates_wait_for_a_passing_chain(tmp_path, engine_wheel, candidate):
+def _qualify(tmp_path: Path, engine_wheel: Path, candidate: dict, incumbent: Path, version: str,
+             fault: str | None = None) -> subprocess.CompletedProcess:
+    """`python -m gates.qualify` on the cpu-smoke lane (local host, its lease under tmp_path/leases)
+    with the judged gates asked for against `incumbent`."""
     cand = tmp_path / "candidate.json"
     cand.write_text(json.dumps(candidate))
     identity = tmp_path / "identity.json"
-    identity.write_text(json.dumps({"version": candidate["package"]["version"], "wheel_sha256": file_sha256(engine_wheel),
+    identity.write_text(json.dumps({"version": version, "wheel_sha256": file_sha256(incumbent),
                                     "source_commit": "c" * 40, "origin": "ref"}))
     spec = tmp_path / "lane.json"
     spec.write_text(json.dumps({"name": "cpu-smoke", "kind": "cpu-smoke", "host": "local",
                                 "lease_path": str(tmp_path / "leases" / "gpu")}))
-    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT), "ASSAY_LANE_FAULT": "preflight",
-           "HOME": str(tmp_path)}
-    run = subprocess.run([sys.executable, "-m", "gates.qualify", "--lane", "cpu-smoke", "--spec", str(spec),
-                          "--candidate", str(cand), "--wheel", str(engine_wheel), "--out", str(tmp_path / "out"),
-                          "--incumbent-wheel", str(engine_wheel), "--incumbent-identity", str(identity)],
-                         capture_output=True, text=True, cwd=tmp_path, env=env, timeout=600)
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT), "HOME": str(tmp_path)}
+    if fault:
+        env["ASSAY_LANE_FAULT"] = fault
+    return subprocess.run([sys.executable, "-m", "gates.qualify", "--lane", "cpu-smoke", "--spec", str(spec),
+                           "--candidate", str(cand), "--wheel", str(engine_wheel), "--out", str(tmp_path / "out"),
+                           "--incumbent-wheel", str(incumbent), "--incumbent-identity", str(identity)],
+                          capture_output=True, text=True, cwd=tmp_path, env=env, timeout=900)
+
+
+@pytest.mark.slow
+def test_judged_gates_wait_for_a_passing_chain(tmp_path, engine_wheel, candidate):
+    run = _qualify(tmp_path, engine_wheel, candidate, engine_wheel, candidate["package"]["version"], fault="preflight")
     assert run.returncode == exit_codes.FAILED, run.stderr
     assert "Traceback" not in run.stderr
     assert "judged gates: not run, the native chain ended fail" in run.stderr
@@ -48,24 +56,11 @@ def test_a_judged_window_that_cannot_serve_fails_in_one_line(tmp_path, engine_wh
     """A passing chain, then an incumbent that cannot be installed: the judged window raises
     PhaseFailed. The command ends FAILED with one line naming the judged gates and the cause,
     writes no judged receipt, and gives the lease back."""
-    cand = tmp_path / "candidate.json"
-    cand.write_text(json.dumps(candidate))
     # A wheel by name and digest, not by content: pip cannot install it.
     incumbent = tmp_path / "incumbent" / "assay_engine-0.0.1-py3-none-any.whl"
     incumbent.parent.mkdir()
     incumbent.write_bytes(b"not a zip archive\n")
-    identity = tmp_path / "identity.json"
-    identity.write_text(json.dumps({"version": "0.0.1", "wheel_sha256": file_sha256(incumbent),
-                                    "source_commit": "c" * 40, "origin": "ref"}))
-    leases = tmp_path / "leases"
-    spec = tmp_path / "lane.json"
-    spec.write_text(json.dumps({"name": "cpu-smoke", "kind": "cpu-smoke", "host": "local",
-                                "lease_path": str(leases / "gpu")}))
-    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT), "HOME": str(tmp_path)}
-    run = subprocess.run([sys.executable, "-m", "gates.qualify", "--lane", "cpu-smoke", "--spec", str(spec),
-                          "--candidate", str(cand), "--wheel", str(engine_wheel), "--out", str(tmp_path / "out"),
-                          "--incumbent-wheel", str(incumbent), "--incumbent-identity", str(identity)],
-                         capture_output=True, text=True, cwd=tmp_path, env=env, timeout=900)
+    run = _qualify(tmp_path, engine_wheel, candidate, incumbent, "0.0.1")
     assert run.returncode == exit_codes.FAILED, run.stderr
     assert "Traceback" not in run.stderr
     assert "cpu-smoke: lane cpu-smoke: pass" in run.stderr          # the chain passed first
@@ -76,4 +71,4 @@ def test_a_judged_window_that_cannot_serve_fails_in_one_line(tmp_path, engine_wh
     assert len(receipts) > 3 and any(r.endswith("restore.dsse.json") for r in receipts), receipts
     assert not [r for r in receipts if r.startswith("verdict-")], receipts      # no judged gate's receipt
     assert run.stderr.count("lease held on local") == 2              # the chain's window, then the judged one
-    assert not [p for p in leases.rglob("*") if p.is_file()], "the judged window kept its lease"
+    assert not [p for p in (tmp_path / "leases").rglob("*") if p.is_file()], "the judged window kept its lease"
