@@ -69,6 +69,14 @@ def _grid_sync(sync_ptr, target):
 
 
 @triton.jit
+def _phase_end(sync_ptr, times_ptr, pid, nprog, phase, slot):
+    """Pass the next grid-wide barrier, and stamp the timer's slot; returns the barriers passed."""
+    _grid_sync(sync_ptr, (phase + 1) * nprog)
+    _stamp(times_ptr, pid, slot)
+    return phase + 1
+
+
+@triton.jit
 def _inv_rms(r_ptr, N: tl.constexpr, eps):
     """1 / sqrt(mean(r^2) + eps) of the float32 residual, in one load read past L1 (other programs
     wrote it)."""
@@ -239,47 +247,31 @@ def _layers_kernel(r_ptr, n1_ptr, n2_ptr, wqkv_ptr, wo_ptr, wgu_ptr, wd_ptr, p_p
         inv = _inv_rms(r_ptr, H, eps)
         _product(r_ptr, n1_ptr + layer * H, inv, wqkv, dqkv, layer32, p_ptr, pid, nprog, H, Q, S_QKV, 1, BK, BN, KIND,
                  1, 1)
-        phase += 1
-        _grid_sync(sync_ptr, phase * nprog)
-        _stamp(times_ptr, pid, stamp + 1)
+        phase = _phase_end(sync_ptr, times_ptr, pid, nprog, phase, stamp + 1)
         if FOLD:      # o sums qkv's partials itself (mode 3); the reduce's slot reads 0
             _stamp(times_ptr, pid, stamp + 2)
             _product(p_ptr, n1_ptr, inv, wo, do, layer32, p2_ptr, pid, nprog, H, H, S_O, 3, BK, BN, KIND, S_QKV, Q)
         else:
             _reduce(p_ptr, qkv_ptr, r_ptr, pid, nprog, Q, S_QKV, 0, BR)
-            phase += 1
-            _grid_sync(sync_ptr, phase * nprog)
-            _stamp(times_ptr, pid, stamp + 2)
+            phase = _phase_end(sync_ptr, times_ptr, pid, nprog, phase, stamp + 2)
             _product(qkv_ptr, n1_ptr, inv, wo, do, layer32, p2_ptr, pid, nprog, H, H, S_O, 0, BK, BN, KIND, 1, 1)
-        phase += 1
-        _grid_sync(sync_ptr, phase * nprog)
-        _stamp(times_ptr, pid, stamp + 3)
+        phase = _phase_end(sync_ptr, times_ptr, pid, nprog, phase, stamp + 3)
         _reduce(p2_ptr, qkv_ptr, r_ptr, pid, nprog, H, S_O, 1, BR)
-        phase += 1
-        _grid_sync(sync_ptr, phase * nprog)
-        _stamp(times_ptr, pid, stamp + 4)
+        phase = _phase_end(sync_ptr, times_ptr, pid, nprog, phase, stamp + 4)
         inv2 = _inv_rms(r_ptr, H, eps)
         _product(r_ptr, n2_ptr + layer * H, inv2, wgu, dgu, layer32, p_ptr, pid, nprog, H, 2 * I, S_GU, 1, BK, BN, KIND,
                  1, 1)
-        phase += 1
-        _grid_sync(sync_ptr, phase * nprog)
-        _stamp(times_ptr, pid, stamp + 5)
+        phase = _phase_end(sync_ptr, times_ptr, pid, nprog, phase, stamp + 5)
         if FOLD:      # down sums gate_up's partials itself (mode 4); the reduce's slot reads 0
             _stamp(times_ptr, pid, stamp + 6)
             _product(p_ptr, n1_ptr, inv, wd, dd, layer32, p2_ptr, pid, nprog, I, H, S_D, 4, BK, BN, KIND, S_GU, 2 * I)
         else:
             _reduce(p_ptr, gu_ptr, r_ptr, pid, nprog, 2 * I, S_GU, 0, BR)
-            phase += 1
-            _grid_sync(sync_ptr, phase * nprog)
-            _stamp(times_ptr, pid, stamp + 6)
+            phase = _phase_end(sync_ptr, times_ptr, pid, nprog, phase, stamp + 6)
             _product(gu_ptr, n1_ptr, inv, wd, dd, layer32, p2_ptr, pid, nprog, I, H, S_D, 2, BK, BN, KIND, 1, 1)
-        phase += 1
-        _grid_sync(sync_ptr, phase * nprog)
-        _stamp(times_ptr, pid, stamp + 7)
+        phase = _phase_end(sync_ptr, times_ptr, pid, nprog, phase, stamp + 7)
         _reduce(p2_ptr, qkv_ptr, r_ptr, pid, nprog, H, S_D, 1, BR)
-        phase += 1
-        _grid_sync(sync_ptr, phase * nprog)
-        _stamp(times_ptr, pid, stamp + 8)
+        phase = _phase_end(sync_ptr, times_ptr, pid, nprog, phase, stamp + 8)
         stamp += 8
 
 
