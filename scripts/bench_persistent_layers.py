@@ -10,10 +10,13 @@ measured and did not pay; what is left is fewer, longer kernels.
 This script measures that lead before anyone builds it into the engine. It runs a layer's four
 products (qkv, o, gate_up, down of the 8B config, bf16 weights stored column-major as the engine
 keeps them on CUDA) and the elementwise work between them (residual adds, RMSNorm, SwiGLU's
-gate), for 32 layers of distinct weights, two ways, each captured in a CUDA graph:
+gate), and with a config's attn field each layer's RoPE, KV write and attention over a cache of
+--context tokens (batch 1), for 32 layers of distinct weights, two ways, each captured in a CUDA
+graph:
 
 - kernels: cuBLAS products and the engine's compiled elementwise ops (engine.model.fused), one
-  kernel each, as the engine's step runs them (attention, RoPE and the KV write left out);
+  kernel each, as the engine's step runs them; with attention, the engine's own RoPE/KV-write and
+  paged decode attention kernels (engine.kernels.ops) over the same cache, its blocks in order;
 - persistent: one Triton kernel for all 32 layers, a fixed grid of programs resident together,
   split-K partial sums, the reduces, norms and the gate done by the programs between grid-wide
   barriers (an atomic counter), the norms recomputed by every program that needs them; the
@@ -47,6 +50,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))     # the engine fr
 from engine.model import fused  # noqa: E402
 
 HIDDEN, QKV, INTER = 4096, 6144, 14336           # the 8B config (engine.benchmarks.decode.LLAMA_8B)
+HEADS, KV_HEADS, HEAD_DIM, PAGE = 32, 8, 128, 16    # PAGE: the engine's KV block size
+ATT_SPLIT = 256                                  # tokens an attention work item covers (the engine's bf16 split)
+# The same numbers as the kernels read them (a kernel's globals must be constexpr).
+HEADS_C, KV_HEADS_C, ATT_SPLIT_C = tl.constexpr(HEADS), tl.constexpr(KV_HEADS), tl.constexpr(ATT_SPLIT)
 EPS = 1e-5
 SPIN_LIMIT = tl.constexpr(1 << 16)   # polls of a barrier (about 1 us each) before giving up: ms, not a hang
 
@@ -99,8 +106,21 @@ def _x_slice(x_ptr, nw_ptr, inv, rk, K: tl.constexpr, MODE: tl.constexpr, S_IN: 
     of the float32 residual x (inverse rms inv) times the norm weight, rounded to bf16 as the engine
     rounds it; 2: x = [gate | up] (bf16), silu(gate) * up rounded to bf16 (K the intermediate size).
     3 and 4 fold the previous product's reduce in: x points at its S_IN float32 partial sums
-    [S_IN, N_IN], summed here and rounded to bf16 (3: x itself; 4: the gate and up of mode 2)."""
-    if MODE == 3:
+    [S_IN, N_IN], summed here and rounded to bf16 (3: x itself; 4: the gate and up of mode 2).
+    5 merges the attention's splits: x the unnormalised outputs [kv head, split, 4, 128], nw their
+    (max, sum) [kv head, split, 4, 2], N_IN splits of the S_IN (a power of two) loaded."""
+    if MODE == 5:
+        qh = rk // 128
+        grp = (qh // 4) * N_IN
+        sp = tl.arange(0, S_IN)[:, None]
+        at = (grp[None, :] + sp) * 4 + (qh % 4)[None, :]            # [S_IN, BK] (kv head, split, q row)
+        ok = (sp < N_IN) & (rk[None, :] >= 0)
+        m = tl.load(nw_ptr + at * 2, mask=ok, other=float("-inf"), cache_modifier=".cg")
+        ls = tl.load(nw_ptr + at * 2 + 1, mask=ok, other=0.0, cache_modifier=".cg")
+        o = tl.load(x_ptr + at * 128 + (rk % 128)[None, :], mask=ok, other=0.0, cache_modifier=".cg")
+        wgt = tl.exp(m - tl.max(m, axis=0)[None, :])
+        x = (tl.sum(wgt * o, axis=0) / tl.sum(wgt * ls, axis=0)).to(tl.bfloat16).to(tl.float32)
+    elif MODE == 3:
         parts = tl.load(x_ptr + tl.arange(0, S_IN)[:, None] * N_IN + rk[None, :], cache_modifier=".cg")
         x = tl.sum(parts, axis=0).to(tl.bfloat16).to(tl.float32)
     elif MODE == 4:
@@ -187,6 +207,83 @@ def _gemv_flat(x_ptr, nw_ptr, inv, w_ptr, w_desc, layer, p_ptr, pid, nprog, K: t
 
 
 @triton.jit
+def _rope_kv(p_ptr, cos_ptr, sin_ptr, q_ptr, kc, vc, slot, pid, nprog, S_QKV: tl.constexpr, Q: tl.constexpr):
+    """The qkv product's splits summed a head at a time (rounded to bf16), RoPE on the q and k heads
+    (x*cos + rotate_half(x)*sin in float32, rounded once, as the engine's kernel does), q stored,
+    k and v written into the caches at the new token's slot."""
+    d = tl.arange(0, 128)
+    partner = tl.where(d < 64, d + 64, d - 64)
+    c = tl.load(cos_ptr + d).to(tl.float32)
+    sn = tl.load(sin_ptr + d).to(tl.float32) * tl.where(d < 64, -1.0, 1.0)
+    sp = tl.arange(0, S_QKV)[:, None]
+    for j in range(pid, HEADS_C + 2 * KV_HEADS_C, nprog):
+        x = tl.sum(tl.load(p_ptr + sp * Q + (j * 128 + d)[None, :], cache_modifier=".cg"), axis=0)
+        x = x.to(tl.bfloat16).to(tl.float32)
+        xr = tl.sum(tl.load(p_ptr + sp * Q + (j * 128 + partner)[None, :], cache_modifier=".cg"), axis=0)
+        y = (x * c + xr.to(tl.bfloat16).to(tl.float32) * sn).to(tl.bfloat16)
+        if j < HEADS_C:
+            tl.store(q_ptr + j * 128 + d, y)
+        elif j < HEADS_C + KV_HEADS_C:
+            tl.store(kc + slot * (KV_HEADS_C * 128) + (j - HEADS_C) * 128 + d, y)
+        else:
+            tl.store(vc + slot * (KV_HEADS_C * 128) + (j - HEADS_C - KV_HEADS_C) * 128 + d, x.to(tl.bfloat16))
+
+
+@triton.jit
+def _attention(q_ptr, kc, vc, att_o, att_ml, pid, nprog, sm_scale, T: tl.constexpr, NS: tl.constexpr):
+    """Work items (kv head, split of ATT_SPLIT tokens) over T cached tokens (the new one included):
+    the 4 q heads of the kv head as the rows of a dot padded to 16; a split's unnormalised output
+    and its (max, sum) stored for the merge (_merge, or _x_slice mode 5). The cache is read as one
+    run of tokens, its blocks in order: unlike the engine's kernel, no block table is read."""
+    d = tl.arange(0, 128)
+    rows = tl.arange(0, 16)
+    cols = tl.arange(0, 64)
+    for it in range(pid, KV_HEADS_C * NS, nprog):
+        h = it // NS
+        s = it % NS
+        q = tl.load(q_ptr + (h * 4 + rows)[:, None] * 128 + d[None, :], mask=(rows < 4)[:, None], other=0.0,
+                    cache_modifier=".cg")
+        m_i = tl.full([16], float("-inf"), tl.float32)
+        l_i = tl.zeros([16], tl.float32)
+        acc = tl.zeros([16, 128], tl.float32)
+        end = tl.minimum((s + 1) * ATT_SPLIT_C, T)
+        for t0 in range(s * ATT_SPLIT_C, end, 64):
+            toks = t0 + cols
+            ok = toks < end
+            at = toks[:, None] * (KV_HEADS_C * 128) + h * 128 + d[None, :]
+            k = tl.load(kc + at, mask=ok[:, None], other=0.0, cache_modifier=".cg")
+            sc = tl.dot(q, tl.trans(k)) * sm_scale
+            sc = tl.where(ok[None, :], sc, float("-inf"))
+            m_new = tl.maximum(m_i, tl.max(sc, axis=1))
+            pr = tl.exp(sc - m_new[:, None])
+            alpha = tl.exp(m_i - m_new)
+            v = tl.load(vc + at, mask=ok[:, None], other=0.0, cache_modifier=".cg")
+            acc = acc * alpha[:, None] + tl.dot(pr.to(tl.bfloat16), v)
+            l_i = l_i * alpha + tl.sum(pr, axis=1)
+            m_i = m_new
+        base = (h * NS + s) * 4 + rows
+        tl.store(att_o + base[:, None] * 128 + d[None, :], acc, mask=(rows < 4)[:, None])
+        tl.store(att_ml + base * 2, m_i, mask=rows < 4)
+        tl.store(att_ml + base * 2 + 1, l_i, mask=rows < 4)
+
+
+@triton.jit
+def _merge(att_o, att_ml, out_ptr, pid, nprog, NS: tl.constexpr, NS2: tl.constexpr):
+    """Each q head's attention output from its NS splits (max, sum, unnormalised output), once,
+    rounded to bf16 as the engine's merge does, into out_ptr [HEADS * 128]."""
+    d = tl.arange(0, 128)
+    sp = tl.arange(0, NS2)
+    for qh in range(pid, HEADS_C, nprog):
+        at = ((qh // 4) * NS + sp) * 4 + qh % 4
+        ok = sp < NS
+        m = tl.load(att_ml + at * 2, mask=ok, other=float("-inf"), cache_modifier=".cg")
+        ls = tl.load(att_ml + at * 2 + 1, mask=ok, other=0.0, cache_modifier=".cg")
+        o = tl.load(att_o + at[:, None] * 128 + d[None, :], mask=ok[:, None], other=0.0, cache_modifier=".cg")
+        wgt = tl.exp(m - tl.max(m, axis=0))
+        tl.store(out_ptr + qh * 128 + d, (tl.sum(wgt[:, None] * o, axis=0) / tl.sum(wgt * ls, axis=0)).to(tl.bfloat16))
+
+
+@triton.jit
 def _product(x_ptr, nw_ptr, inv, w_ptr, w_desc, layer32, p_ptr, pid, nprog, K: tl.constexpr, N: tl.constexpr,
              SPLITS: tl.constexpr, MODE: tl.constexpr, BK: tl.constexpr, BN: tl.constexpr, KIND: tl.constexpr,
              S_IN: tl.constexpr, N_IN: tl.constexpr):
@@ -216,25 +313,31 @@ def _reduce(p_ptr, out_ptr, r_ptr, pid, nprog, N: tl.constexpr, SPLITS: tl.const
 
 @triton.jit
 def _layers_kernel(r_ptr, n1_ptr, n2_ptr, wqkv_ptr, wo_ptr, wgu_ptr, wd_ptr, p_ptr, p2_ptr, qkv_ptr, gu_ptr, sync_ptr,
-                   times_ptr, dqkv, do, dgu, dd, LAYERS: tl.constexpr, H: tl.constexpr, Q: tl.constexpr, I: tl.constexpr,
+                   times_ptr, dqkv, do, dgu, dd, kc_ptr, vc_ptr, cos_ptr, sin_ptr, att_o, att_ml, sm_scale, LAYERS: tl.constexpr, H: tl.constexpr, Q: tl.constexpr, I: tl.constexpr,
                    S_QKV: tl.constexpr, S_O: tl.constexpr, S_GU: tl.constexpr, S_D: tl.constexpr,
                    BK: tl.constexpr, BN: tl.constexpr, BR: tl.constexpr, eps, BARRIERS_ONLY: tl.constexpr,
-                   KIND: tl.constexpr, FOLD: tl.constexpr):
+                   KIND: tl.constexpr, FOLD: tl.constexpr, ATTN: tl.constexpr, T: tl.constexpr, TP: tl.constexpr,
+                   NS: tl.constexpr, NS2: tl.constexpr, MERGE_IN_O: tl.constexpr, SLOTS: tl.constexpr):
     """All layers in one launch: r (float32 [H], bf16 values) is the residual stream, updated in
     place. qkv's first H outputs stand in for the attention's output (this measures the products
     and what lies between them, not attention). BARRIERS_ONLY: the grid-wide barriers alone. KIND:
     0 the nested _gemv, else _gemv_flat of that kind (1 and 3 read the descriptors dqkv, do, dgu, dd).
     FOLD: the o and down products sum the qkv and gate_up partials themselves (_x_slice modes 3
     and 4), so those two reduces and their barriers go; their phases then read 0. The products
-    write their partials to p and p2 in turn, so that one can read the other's. Program 0
-    stamps the time at the start and after every barrier (times_ptr, LAYERS * 8 + 1 entries)."""
+    write their partials to p and p2 in turn, so that one can read the other's. ATTN (with FOLD):
+    the layer's attention too, between qkv and o: the qkv splits summed with RoPE and the KV write
+    (_rope_kv), then attention over the T cached tokens of kc, vc ([LAYERS, TP, KV_HEADS, 128]),
+    whose NS splits (NS2 the power of two at or above) are merged in a phase of their own, or with
+    MERGE_IN_O by the o product as it reads them; qkv's first H outputs then no longer stand in
+    for it. Program 0 stamps SLOTS timer slots a layer (8; 9 with attention).
+    stamps the time at the start and after every barrier (times_ptr, LAYERS * SLOTS + 1 entries)."""
     pid = tl.program_id(0)
     nprog = tl.num_programs(0)
     phase = 0          # barriers passed: the counter's target
-    stamp = 0          # the timer's slots: 8 a layer, a folded phase's slot stamped at once
+    stamp = 0          # the timer's slots: SLOTS a layer, a folded phase's slot stamped at once
     _stamp(times_ptr, pid, 0)
     if BARRIERS_ONLY:
-        for b in range(LAYERS * (6 if FOLD else 8)):
+        for b in range(LAYERS * (6 if FOLD and not ATTN else (SLOTS - MERGE_IN_O))):
             _grid_sync(sync_ptr, (b + 1) * nprog)
             _stamp(times_ptr, pid, b + 1)
         return
@@ -248,39 +351,67 @@ def _layers_kernel(r_ptr, n1_ptr, n2_ptr, wqkv_ptr, wo_ptr, wgu_ptr, wd_ptr, p_p
         _product(r_ptr, n1_ptr + layer * H, inv, wqkv, dqkv, layer32, p_ptr, pid, nprog, H, Q, S_QKV, 1, BK, BN, KIND,
                  1, 1)
         phase = _phase_end(sync_ptr, times_ptr, pid, nprog, phase, stamp + 1)
-        if FOLD:      # o sums qkv's partials itself (mode 3); the reduce's slot reads 0
-            _stamp(times_ptr, pid, stamp + 2)
-            _product(p_ptr, n1_ptr, inv, wo, do, layer32, p2_ptr, pid, nprog, H, H, S_O, 3, BK, BN, KIND, S_QKV, Q)
-        else:
-            _reduce(p_ptr, qkv_ptr, r_ptr, pid, nprog, Q, S_QKV, 0, BR)
+        if ATTN:      # slots: rope + KV write, attention, then o (merging the attention's splits)
+            kc = kc_ptr + layer * (TP * KV_HEADS_C * 128)
+            vc = vc_ptr + layer * (TP * KV_HEADS_C * 128)
+            _rope_kv(p_ptr, cos_ptr, sin_ptr, qkv_ptr, kc, vc, T - 1, pid, nprog, S_QKV, Q)
             phase = _phase_end(sync_ptr, times_ptr, pid, nprog, phase, stamp + 2)
-            _product(qkv_ptr, n1_ptr, inv, wo, do, layer32, p2_ptr, pid, nprog, H, H, S_O, 0, BK, BN, KIND, 1, 1)
-        phase = _phase_end(sync_ptr, times_ptr, pid, nprog, phase, stamp + 3)
-        _reduce(p2_ptr, qkv_ptr, r_ptr, pid, nprog, H, S_O, 1, BR)
-        phase = _phase_end(sync_ptr, times_ptr, pid, nprog, phase, stamp + 4)
-        inv2 = _inv_rms(r_ptr, H, eps)
-        _product(r_ptr, n2_ptr + layer * H, inv2, wgu, dgu, layer32, p_ptr, pid, nprog, H, 2 * I, S_GU, 1, BK, BN, KIND,
-                 1, 1)
-        phase = _phase_end(sync_ptr, times_ptr, pid, nprog, phase, stamp + 5)
-        if FOLD:      # down sums gate_up's partials itself (mode 4); the reduce's slot reads 0
-            _stamp(times_ptr, pid, stamp + 6)
-            _product(p_ptr, n1_ptr, inv, wd, dd, layer32, p2_ptr, pid, nprog, I, H, S_D, 4, BK, BN, KIND, S_GU, 2 * I)
-        else:
-            _reduce(p_ptr, gu_ptr, r_ptr, pid, nprog, 2 * I, S_GU, 0, BR)
+            _attention(qkv_ptr, kc, vc, att_o, att_ml, pid, nprog, sm_scale, T, NS)
+            phase = _phase_end(sync_ptr, times_ptr, pid, nprog, phase, stamp + 3)
+            if MERGE_IN_O:      # each o work item merges the splits of its own K range (_x_slice mode 5)
+                _stamp(times_ptr, pid, stamp + 4)
+                _product(att_o, att_ml, inv, wo, do, layer32, p2_ptr, pid, nprog, H, H, S_O, 5, BK, BN, KIND, NS2, NS)
+            else:               # the merge once a head, over q's place (attention has read q)
+                _merge(att_o, att_ml, qkv_ptr, pid, nprog, NS, NS2)
+                phase = _phase_end(sync_ptr, times_ptr, pid, nprog, phase, stamp + 4)
+                _product(qkv_ptr, n1_ptr, inv, wo, do, layer32, p2_ptr, pid, nprog, H, H, S_O, 0, BK, BN, KIND, 1, 1)
+            phase = _phase_end(sync_ptr, times_ptr, pid, nprog, phase, stamp + 5)
+            _reduce(p2_ptr, qkv_ptr, r_ptr, pid, nprog, H, S_O, 1, BR)
             phase = _phase_end(sync_ptr, times_ptr, pid, nprog, phase, stamp + 6)
-            _product(gu_ptr, n1_ptr, inv, wd, dd, layer32, p2_ptr, pid, nprog, I, H, S_D, 2, BK, BN, KIND, 1, 1)
-        phase = _phase_end(sync_ptr, times_ptr, pid, nprog, phase, stamp + 7)
-        _reduce(p2_ptr, qkv_ptr, r_ptr, pid, nprog, H, S_D, 1, BR)
-        phase = _phase_end(sync_ptr, times_ptr, pid, nprog, phase, stamp + 8)
-        stamp += 8
+            inv2 = _inv_rms(r_ptr, H, eps)
+            _product(r_ptr, n2_ptr + layer * H, inv2, wgu, dgu, layer32, p_ptr, pid, nprog, H, 2 * I, S_GU, 1, BK, BN,
+                     KIND, 1, 1)
+            phase = _phase_end(sync_ptr, times_ptr, pid, nprog, phase, stamp + 7)
+            _product(p_ptr, n1_ptr, inv, wd, dd, layer32, p2_ptr, pid, nprog, I, H, S_D, 4, BK, BN, KIND, S_GU, 2 * I)
+            phase = _phase_end(sync_ptr, times_ptr, pid, nprog, phase, stamp + 8)
+            _reduce(p2_ptr, qkv_ptr, r_ptr, pid, nprog, H, S_D, 1, BR)
+            phase = _phase_end(sync_ptr, times_ptr, pid, nprog, phase, stamp + 9)
+        else:
+            if FOLD:      # o sums qkv's partials itself (mode 3); the reduce's slot reads 0
+                _stamp(times_ptr, pid, stamp + 2)
+                _product(p_ptr, n1_ptr, inv, wo, do, layer32, p2_ptr, pid, nprog, H, H, S_O, 3, BK, BN, KIND, S_QKV, Q)
+            else:
+                _reduce(p_ptr, qkv_ptr, r_ptr, pid, nprog, Q, S_QKV, 0, BR)
+                phase = _phase_end(sync_ptr, times_ptr, pid, nprog, phase, stamp + 2)
+                _product(qkv_ptr, n1_ptr, inv, wo, do, layer32, p2_ptr, pid, nprog, H, H, S_O, 0, BK, BN, KIND, 1, 1)
+            phase = _phase_end(sync_ptr, times_ptr, pid, nprog, phase, stamp + 3)
+            _reduce(p2_ptr, qkv_ptr, r_ptr, pid, nprog, H, S_O, 1, BR)
+            phase = _phase_end(sync_ptr, times_ptr, pid, nprog, phase, stamp + 4)
+            inv2 = _inv_rms(r_ptr, H, eps)
+            _product(r_ptr, n2_ptr + layer * H, inv2, wgu, dgu, layer32, p_ptr, pid, nprog, H, 2 * I, S_GU, 1, BK, BN, KIND,
+                     1, 1)
+            phase = _phase_end(sync_ptr, times_ptr, pid, nprog, phase, stamp + 5)
+            if FOLD:      # down sums gate_up's partials itself (mode 4); the reduce's slot reads 0
+                _stamp(times_ptr, pid, stamp + 6)
+                _product(p_ptr, n1_ptr, inv, wd, dd, layer32, p2_ptr, pid, nprog, I, H, S_D, 4, BK, BN, KIND, S_GU, 2 * I)
+            else:
+                _reduce(p_ptr, gu_ptr, r_ptr, pid, nprog, 2 * I, S_GU, 0, BR)
+                phase = _phase_end(sync_ptr, times_ptr, pid, nprog, phase, stamp + 6)
+                _product(gu_ptr, n1_ptr, inv, wd, dd, layer32, p2_ptr, pid, nprog, I, H, S_D, 2, BK, BN, KIND, 1, 1)
+            phase = _phase_end(sync_ptr, times_ptr, pid, nprog, phase, stamp + 7)
+            _reduce(p2_ptr, qkv_ptr, r_ptr, pid, nprog, H, S_D, 1, BR)
+            phase = _phase_end(sync_ptr, times_ptr, pid, nprog, phase, stamp + 8)
+        stamp += SLOTS
 
 
 PHASES = ("qkv", "qkv reduce", "o", "o reduce + residual", "gate_up", "gate_up reduce", "down",
           "down reduce + residual")
+PHASES_ATTN = ("qkv", "rope + kv write", "attention", "merge", "o", "o reduce + residual", "gate_up", "down",
+               "down reduce + residual")
 
 
 class Weights:
-    def __init__(self, layers: int, dev):
+    def __init__(self, layers: int, dev, context: int = 1024):
         g = torch.Generator(device=dev).manual_seed(0)
         mk = lambda *shape: (torch.randn(*shape, device=dev, generator=g) * 0.02).to(torch.bfloat16)  # noqa: E731
         self.layers = layers
@@ -288,6 +419,23 @@ class Weights:
         self.gu, self.down = mk(layers, HIDDEN, 2 * INTER), mk(layers, INTER, HIDDEN)
         self.n1 = (1 + 0.1 * torch.randn(layers, HIDDEN, device=dev, generator=g)).to(torch.bfloat16)
         self.n2 = (1 + 0.1 * torch.randn(layers, HIDDEN, device=dev, generator=g)).to(torch.bfloat16)
+        # Attention's inputs: context cached tokens and the new one at position T - 1, in the
+        # engine's bf16 paged layout [layer, block, PAGE, kv head, dim] with blocks in order (so
+        # also one contiguous [layer, token, kv head, dim] run), and RoPE's cos/sin at T - 1 as the
+        # engine casts its tables (to the model's dtype).
+        self.T = context + 1
+        blocks = -(-self.T // PAGE)
+        self.TP = blocks * PAGE
+        self.kc = torch.randn(layers, blocks, PAGE, KV_HEADS, HEAD_DIM, device=dev, generator=g).to(torch.bfloat16)
+        self.vc = torch.randn(layers, blocks, PAGE, KV_HEADS, HEAD_DIM, device=dev, generator=g).to(torch.bfloat16)
+        from engine.benchmarks.decode import LLAMA_8B
+        from engine.model.config import ModelConfig
+        from engine.model.rope import cos_sin_table
+        cos, sin = cos_sin_table(ModelConfig.from_dict(LLAMA_8B, where="bench config 8b"), self.T, dev)
+        self.cos, self.sin = cos[self.T - 1].to(torch.bfloat16), sin[self.T - 1].to(torch.bfloat16)
+        self.tables = torch.arange(blocks, dtype=torch.int32, device=dev).view(1, blocks)
+        self.seq_lens = torch.tensor([self.T], dtype=torch.int32, device=dev)
+        self.slots = torch.tensor([self.T - 1], dtype=torch.int64, device=dev)
 
     def nbytes(self) -> int:
         return sum(t.numel() * t.element_size() for t in (self.qkv, self.o, self.gu, self.down))
@@ -307,22 +455,44 @@ def kernels_step(w: Weights, r: torch.Tensor) -> torch.Tensor:
     return res
 
 
+def kernels_step_attn(w: Weights, r: torch.Tensor) -> torch.Tensor:
+    """kernels_step with each layer's attention as the engine's step runs it on CUDA: RoPE and the
+    KV write in one kernel, then the paged decode attention (engine.kernels.ops, Triton)."""
+    from engine.kernels import ops as kernel_ops
+    ops = kernel_ops.select(r.device)
+    res = r.to(torch.bfloat16).view(1, HIDDEN)
+    h = fused.rms_norm(res, w.n1[0], EPS)
+    for i in range(w.layers):
+        qkv = (h @ w.qkv[i]).view(1, HEADS + 2 * KV_HEADS, HEAD_DIM)
+        q = ops.rope_write_kv(qkv, HEADS, KV_HEADS, w.cos.view(1, -1), w.sin.view(1, -1), w.kc[i], w.vc[i], None, None,
+                              w.slots)
+        o = ops.paged_decode_attention(q, w.kc[i], w.vc[i], None, None, w.tables, w.seq_lens, HEAD_DIM ** -0.5)
+        a = o.reshape(1, HIDDEN) @ w.o[i]
+        h, res = fused.add_rms_norm(a, res, w.n2[i], EPS)
+        m = fused.silu_mul(h @ w.gu[i], INTER) @ w.down[i]
+        nxt = w.n1[i + 1] if i + 1 < w.layers else w.n1[0]
+        h, res = fused.add_rms_norm(m, res, nxt, EPS)
+    return res
+
+
 def parse_config(text: str) -> dict:
-    """'P,BK,BN,S_QKV,S_O,S_GU,S_D,WARPS[,STAGES[,KIND[,FOLD]]]': programs an SM, the K and N tile,
-    the splits of each product, warps a program, the software pipeline's stages (default 1), how
-    the products run (default 0): 0 nested loops, plain loads, FMAs; 1 one flat loop, TMA, FMAs;
-    2 flat, plain loads, a tensor-core dot; 3 flat, TMA, a dot (_gemv_flat); and FOLD 1 to fold
-    the qkv and gate_up reduces into the products that read them (default 0)."""
-    keys = ("per_sm", "bk", "bn", "s_qkv", "s_o", "s_gu", "s_d", "warps", "stages", "kind", "fold")
+    """'P,BK,BN,S_QKV,S_O,S_GU,S_D,WARPS[,STAGES[,KIND[,FOLD[,ATTN]]]]': programs an SM, the K and N
+    tile, the splits of each product, warps a program, the software pipeline's stages (default 1),
+    how the products run (default 0): 0 nested loops, plain loads, FMAs; 1 one flat loop, TMA,
+    FMAs; 2 flat, plain loads, a tensor-core dot; 3 flat, TMA, a dot (_gemv_flat); FOLD 1 to fold
+    the qkv and gate_up reduces into the products that read them (default 0); ATTN 1 (with FOLD)
+    to run each layer's RoPE, KV write and attention inside the kernel too, its splits merged in a
+    phase of their own, 2 the same with the merge done by the o product (default 0)."""
+    keys = ("per_sm", "bk", "bn", "s_qkv", "s_o", "s_gu", "s_d", "warps", "stages", "kind", "fold", "attn")
     try:
         vals = [int(x) for x in text.split(",")]
     except ValueError:
         vals = []
-    vals += [1, 0, 0][len(vals) - 8:] if 8 <= len(vals) < len(keys) else []
-    if (len(vals) != len(keys) or min(vals[:-2], default=0) < 1 or vals[-2] not in (0, 1, 2, 3)
-            or vals[-1] not in (0, 1)):
+    vals += [1, 0, 0, 0][len(vals) - 8:] if 8 <= len(vals) < len(keys) else []
+    if (len(vals) != len(keys) or min(vals[:-3], default=0) < 1 or vals[-3] not in (0, 1, 2, 3)
+            or vals[-2] not in (0, 1) or vals[-1] not in (0, 1, 2) or (vals[-1] and not vals[-2])):
         raise argparse.ArgumentTypeError(f"expected 8 to {len(keys)} integers {','.join(keys)} (positive; kind 0-3; "
-                                         f"fold 0 or 1), got {text!r}")
+                                         f"fold 0 or 1, attn 0-2 and only with fold), got {text!r}")
     cfg = dict(zip(keys, vals))
     for name in ("s_qkv", "s_o", "s_gu", "s_d"):
         if cfg[name] & (cfg[name] - 1):
@@ -352,7 +522,11 @@ class Persistent:
         self.qkv = torch.empty(QKV, dtype=torch.bfloat16, device=dev)
         self.gu = torch.empty(2 * INTER, dtype=torch.bfloat16, device=dev)
         self.sync = torch.zeros(2, dtype=torch.int32, device=dev)
-        self.times = torch.zeros(w.layers * 8 + 1, dtype=torch.int64, device=dev)
+        self.slots = 9 if cfg["attn"] else 8
+        self.times = torch.zeros(w.layers * self.slots + 1, dtype=torch.int64, device=dev)
+        self.ns = -(-w.T // ATT_SPLIT)
+        self.att_o = torch.empty(KV_HEADS * self.ns * 4 * HEAD_DIM, dtype=torch.float32, device=dev)
+        self.att_ml = torch.empty(KV_HEADS * self.ns * 4 * 2, dtype=torch.float32, device=dev)
         from triton.tools.tensor_descriptor import TensorDescriptor
         block = [1, cfg["bk"], cfg["bn"]]
         self.descs = tuple(TensorDescriptor.from_tensor(t, block) for t in (w.qkv, w.o, w.gu, w.down))
@@ -371,19 +545,21 @@ class Persistent:
     def _args(self, r):
         w = self.w
         return (r, w.n1, w.n2, w.qkv, w.o, w.gu, w.down, self.part, self.part2, self.qkv, self.gu, self.sync, self.times,
-                *self.descs)
+                *self.descs, w.kc, w.vc, w.cos, w.sin, self.att_o, self.att_ml, HEAD_DIM ** -0.5)
 
     def _meta(self, barriers_only: bool = False):
         c = self.cfg
         return dict(LAYERS=self.w.layers, H=HIDDEN, Q=QKV, I=INTER, S_QKV=c["s_qkv"], S_O=c["s_o"], S_GU=c["s_gu"],
                     S_D=c["s_d"], BK=c["bk"], BN=c["bn"], BR=128, eps=EPS, BARRIERS_ONLY=barriers_only,
-                    KIND=c["kind"], FOLD=bool(c["fold"]), num_warps=c["warps"], num_stages=c["stages"])
+                    KIND=c["kind"], FOLD=bool(c["fold"]), ATTN=bool(c["attn"]), T=self.w.T, TP=self.w.TP, NS=self.ns,
+                    NS2=triton.next_power_of_2(self.ns), MERGE_IN_O=c["attn"] == 2, SLOTS=self.slots,
+                    num_warps=c["warps"], num_stages=c["stages"])
 
     def phase_us(self) -> dict:
         """µs a layer of each phase (what ends at its barrier), from program 0's stamps of the last run."""
         t = self.times.cpu().double()
-        d = (t[1:] - t[:-1]).view(self.w.layers, 8) / 1e3
-        return dict(zip(PHASES, d.mean(0).tolist()))
+        d = (t[1:] - t[:-1]).view(self.w.layers, self.slots) / 1e3
+        return dict(zip(PHASES_ATTN if self.cfg["attn"] else PHASES, d.mean(0).tolist()))
 
     def step(self, r: torch.Tensor, barriers_only: bool = False) -> None:
         self.sync.zero_()
@@ -419,8 +595,11 @@ def graph_us(fn, reps: int) -> float:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python3 scripts/bench_persistent_layers.py")
     ap.add_argument("--layers", type=int, default=32)
-    ap.add_argument("--configs", type=config_list, default="2,64,128,16,8,1,8,4,3,3,1;4,32,128,16,8,2,16,4",
-                    help="semicolon-separated P,BK,BN,S_QKV,S_O,S_GU,S_D,WARPS[,STAGES[,KIND[,FOLD]]] (parse_config)")
+    ap.add_argument("--context", type=int, default=1024, help="cached tokens before the new one (attention configs)")
+    ap.add_argument("--configs", type=config_list,
+                    default="2,64,128,16,8,1,8,4,3,3,1;2,64,128,16,8,1,8,4,3,3,1,1",
+                    help="semicolon-separated P,BK,BN,S_QKV,S_O,S_GU,S_D,WARPS[,STAGES[,KIND[,FOLD[,ATTN]]]] "
+                         "(parse_config)")
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--json", help="write the figures to this file")
     args = ap.parse_args(argv)
@@ -429,22 +608,20 @@ def main(argv=None) -> int:
         raise SystemExit("bench_persistent_layers needs a CUDA GPU")
     dev = torch.device("cuda")
     fused.enable_compile()
-    w = Weights(args.layers, dev)
-    gb = w.nbytes() / 1e9
+    w = Weights(args.layers, dev, args.context)
     r0 = torch.randn(HIDDEN, device=dev).to(torch.bfloat16).float()   # the residual holds bf16 values
-    r_k = r0.clone()
-    rows = []
-    ref = {}
-
-    def run_kernels():
-        ref["out"] = kernels_step(w, r_k)
-
-    us = graph_us(run_kernels, args.reps)
-    rows.append(dict(way="kernels", config=None, us_layer=us / args.layers, tb_s=w.nbytes() / (us * 1e-6) / 1e12))
-    print(f"kernels: {us / args.layers:.1f} us a layer, {rows[-1]['tb_s']:.2f} TB/s of weights", flush=True)
-    expect = kernels_step(w, r0.clone()).float().view(-1)
-    if not torch.isfinite(expect).all():
-        raise SystemExit("the kernels' residual is not finite: the weights' scale is off")
+    rows, expect = [], {}
+    # The baselines: the layers as kernels, without and (when a config asks) with attention.
+    for attn in sorted({bool(c["attn"]) for c in configs}):
+        step = kernels_step_attn if attn else kernels_step
+        r_k = r0.clone()
+        us = graph_us(lambda: step(w, r_k), args.reps)
+        way = "kernels + attention" if attn else "kernels"
+        rows.append(dict(way=way, config=None, us_layer=us / args.layers, tb_s=w.nbytes() / (us * 1e-6) / 1e12))
+        print(f"{way}: {us / args.layers:.1f} us a layer, {rows[-1]['tb_s']:.2f} TB/s of weights", flush=True)
+        expect[attn] = step(w, r0.clone()).float().view(-1)
+        if not torch.isfinite(expect[attn]).all():
+            raise SystemExit(f"the {way}' residual is not finite: the weights' scale is off")
     for cfg in configs:
         p = Persistent(w, cfg, dev)
         r = r0.clone()
@@ -457,7 +634,8 @@ def main(argv=None) -> int:
         p.step(r)
         torch.cuda.synchronize()
         failed = bool(p.sync[1].item())
-        diff = ((r - expect).abs().max() / expect.abs().max()).item() if torch.isfinite(r).all() else float("inf")
+        ref = expect[bool(cfg["attn"])]
+        diff = ((r - ref).abs().max() / ref.abs().max()).item() if torch.isfinite(r).all() else float("inf")
         us = graph_us(lambda: p.step(r), args.reps) if not failed else float("nan")
         phases = p.phase_us() if not failed else {}
         bar = graph_us(lambda: p.step(r, barriers_only=True), args.reps) if not failed else float("nan")
@@ -465,15 +643,17 @@ def main(argv=None) -> int:
         rows.append(dict(way="persistent", config=cfg, programs=p.nprog, us_layer=us / args.layers,
                          tb_s=w.nbytes() / (us * 1e-6) / 1e12, barriers_us_layer=bar / args.layers,
                          max_rel_diff=diff, barrier_timeout=failed, phases_us_layer=phases))
+        barriers = 6 if cfg["fold"] and not cfg["attn"] else (8 if cfg["attn"] == 2 else 9 if cfg["attn"] else 8)
         print(f"persistent {label}: {us / args.layers:.1f} us a layer ({rows[-1]['tb_s']:.2f} TB/s), of which its "
-              f"{6 if cfg['fold'] else 8} barriers alone {bar / args.layers:.1f}; max rel diff to kernels {diff:.2e}; barrier timeout {failed}",
-              flush=True)
+              f"{barriers} barriers alone {bar / args.layers:.1f}; max rel diff to "
+              f"{'kernels + attention' if cfg['attn'] else 'kernels'} {diff:.2e}; barrier timeout {failed}", flush=True)
         if phases:
             print("    phases, us a layer: " + ", ".join(f"{k} {v:.1f}" for k, v in phases.items()), flush=True)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(dict(device=torch.cuda.get_device_name(), torch=torch.__version__, triton=triton.__version__,
-                           layers=args.layers, weight_gb=gb, rows=rows), f, indent=1)
+                           layers=args.layers, context=args.context, weight_gb=w.nbytes() / 1e9, rows=rows), f,
+                      indent=1)
     return 0
 
 

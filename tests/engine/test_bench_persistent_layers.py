@@ -30,10 +30,13 @@ variant, stages = sys.argv[1], int(sys.argv[2])
 desc = "tensordesc<bf16[1,32,128]>"
 sig = dict(r_ptr="*fp32", n1_ptr="*bf16", n2_ptr="*bf16", wqkv_ptr="*bf16", wo_ptr="*bf16", wgu_ptr="*bf16",
            wd_ptr="*bf16", p_ptr="*fp32", p2_ptr="*fp32", qkv_ptr="*bf16", gu_ptr="*bf16", sync_ptr="*i32", times_ptr="*i64",
-           dqkv=desc, do=desc, dgu=desc, dd=desc, eps="fp32")
+           dqkv=desc, do=desc, dgu=desc, dd=desc, kc_ptr="*bf16", vc_ptr="*bf16", cos_ptr="*bf16", sin_ptr="*bf16",
+           att_o="*fp32", att_ml="*fp32", sm_scale="fp32", eps="fp32")
 consts = dict(LAYERS=32, H=m.HIDDEN, Q=m.QKV, I=m.INTER, S_QKV=16, S_O=8, S_GU=2, S_D=16, BK=32, BN=128, BR=128,
-              BARRIERS_ONLY=variant == "barriers", KIND={"barriers": 0, "loads": 0, "tma": 1, "tma-dot": 3, "fold": 3}[variant],
-              FOLD=variant == "fold")
+              BARRIERS_ONLY=variant == "barriers",
+              KIND={"barriers": 0, "loads": 0, "tma": 1, "tma-dot": 3, "fold": 3, "attn": 3}[variant],
+              FOLD=variant in ("fold", "attn"), ATTN=variant == "attn", T=1025, TP=1040, NS=5, NS2=8,
+              MERGE_IN_O=False, SLOTS=9 if variant == "attn" else 8)
 sig.update({c: "constexpr" for c in consts})
 kernel = compile(ASTSource(fn=m._layers_kernel, signature=sig, constexprs=consts), target=GPUTarget("cuda", 90, 32),
                  options={"num_warps": 4, "num_stages": stages})
@@ -104,6 +107,14 @@ def test_fold_takes_two_barriers_a_layer_out(tmp_path):
     assert polls("fold") == 6 * 2
 
 
+def test_attention_variant_writes_the_kv_and_runs_its_dots_inside(tmp_path):
+    body = _ptx_body(tmp_path, "attn")
+    # 9 barriers a layer: rope + KV write, attention and the merge besides the 6 of the folded products.
+    assert len(re.findall(r"ld\.global\.gpu\.acquire\.b32", body)) == 9 * 2
+    assert len(re.findall(r"mma\.sync\.aligned\.m16n8k16\.row\.col\.f32\.bf16\.bf16\.f32", body)) >= 3
+    assert re.search(r"ex2\.approx", body)                 # the softmax's exponentials
+
+
 @pytest.mark.skipif(torch.cuda.is_available(), reason="a GPU runs the benchmark instead of refusing")
 def test_refuses_without_a_gpu():
     with pytest.raises(SystemExit, match="needs a CUDA GPU"):
@@ -112,7 +123,8 @@ def test_refuses_without_a_gpu():
 
 @pytest.mark.parametrize("text", ["2,32,128,16,8,2,16", "2,32,100,16,8,2,16,4", "0,32,128,16,8,2,16,4",
                                   "2,32,128,16,8,2,16,x", "", "2,32,128,16,8,2,16,4,1,4", "2,32,128,16,8,2,7,4",
-                                  "2,32,128,16,8,2,16,4,1,3,2"])
+                                  "2,32,128,16,8,2,16,4,1,3,2", "2,32,128,16,8,2,16,4,1,3,0,1",
+                                  "2,32,128,16,8,2,16,4,1,3,1,3"])
 def test_configs_are_checked(text, capsys):
     with pytest.raises(SystemExit) as e:
         persistent.main(["--configs", text])
@@ -122,8 +134,10 @@ def test_configs_are_checked(text, capsys):
 
 def test_config_fields_and_default_stages():
     cfg = persistent.parse_config("4,32,128,16,8,2,16,4")
-    assert cfg == dict(per_sm=4, bk=32, bn=128, s_qkv=16, s_o=8, s_gu=2, s_d=16, warps=4, stages=1, kind=0, fold=0)
+    assert cfg == dict(per_sm=4, bk=32, bn=128, s_qkv=16, s_o=8, s_gu=2, s_d=16, warps=4, stages=1, kind=0, fold=0,
+                       attn=0)
     assert persistent.parse_config("4,32,128,16,8,2,16,4,3,3,1")["fold"] == 1
+    assert persistent.parse_config("4,32,128,16,8,2,16,4,3,3,1,1")["attn"] == 1
     assert persistent.parse_config("4,32,128,16,8,2,16,4,3")["stages"] == 3
     assert persistent.parse_config("4,32,128,16,8,2,16,4,3,3")["kind"] == 3
     assert len(persistent.config_list("1,32,256,8,8,1,16,8;2,16,128,8,8,1,8,4")) == 2
