@@ -230,11 +230,12 @@ def _rope_kv(p_ptr, cos_ptr, sin_ptr, q_ptr, kc, vc, slot, pid, nprog, S_QKV: tl
 
 
 @triton.jit
-def _attention(q_ptr, kc, vc, att_o, att_ml, pid, nprog, sm_scale, T: tl.constexpr, NS: tl.constexpr):
+def _attention(q_ptr, kc, vc, att_o, att_ml, pid, nprog, sm_scale, T, NS, table_ptr, PAGED: tl.constexpr):
     """Work items (kv head, split of ATT_SPLIT tokens) over T cached tokens (the new one included):
     the 4 q heads of the kv head as the rows of a dot padded to 16; a split's unnormalised output
-    and its (max, sum) stored for the merge (_merge, or _x_slice mode 5). The cache is read as one
-    run of tokens, its blocks in order: unlike the engine's kernel, no block table is read."""
+    and its (max, sum) stored for the merge (_merge, or _x_slice mode 5). PAGED: a token's block
+    from the block table at table_ptr (T and NS may then be the step's own, read on the device);
+    else the cache is read as one run of tokens, its blocks in order, and no table is read."""
     d = tl.arange(0, 128)
     rows = tl.arange(0, 16)
     cols = tl.arange(0, 64)
@@ -250,7 +251,11 @@ def _attention(q_ptr, kc, vc, att_o, att_ml, pid, nprog, sm_scale, T: tl.constex
         for t0 in range(s * ATT_SPLIT_C, end, 64):
             toks = t0 + cols
             ok = toks < end
-            at = toks[:, None] * (KV_HEADS_C * 128) + h * 128 + d[None, :]
+            if PAGED:
+                row = tl.load(table_ptr + toks // 16, mask=ok, other=0).to(tl.int64) * 16 + toks % 16
+            else:
+                row = toks
+            at = row[:, None] * (KV_HEADS_C * 128) + h * 128 + d[None, :]
             k = tl.load(kc + at, mask=ok[:, None], other=0.0, cache_modifier=".cg")
             sc = tl.dot(q, tl.trans(k)) * sm_scale
             sc = tl.where(ok[None, :], sc, float("-inf"))
@@ -268,7 +273,7 @@ def _attention(q_ptr, kc, vc, att_o, att_ml, pid, nprog, sm_scale, T: tl.constex
 
 
 @triton.jit
-def _merge(att_o, att_ml, out_ptr, pid, nprog, NS: tl.constexpr, NS2: tl.constexpr):
+def _merge(att_o, att_ml, out_ptr, pid, nprog, NS, NS2: tl.constexpr):
     """Each q head's attention output from its NS splits (max, sum, unnormalised output), once,
     rounded to bf16 as the engine's merge does, into out_ptr [HEADS * 128]."""
     d = tl.arange(0, 128)
@@ -313,11 +318,13 @@ def _reduce(p_ptr, out_ptr, r_ptr, pid, nprog, N: tl.constexpr, SPLITS: tl.const
 
 @triton.jit
 def _layers_kernel(r_ptr, n1_ptr, n2_ptr, wqkv_ptr, wo_ptr, wgu_ptr, wd_ptr, p_ptr, p2_ptr, qkv_ptr, gu_ptr, sync_ptr,
-                   times_ptr, dqkv, do, dgu, dd, kc_ptr, vc_ptr, cos_ptr, sin_ptr, att_o, att_ml, sm_scale, LAYERS: tl.constexpr, H: tl.constexpr, Q: tl.constexpr, I: tl.constexpr,
+                   times_ptr, dqkv, do, dgu, dd, kc_ptr, vc_ptr, cos_ptr, sin_ptr, att_o, att_ml, sm_scale, table_ptr,
+                   lens_ptr, slot_ptr, LAYERS: tl.constexpr, H: tl.constexpr, Q: tl.constexpr, I: tl.constexpr,
                    S_QKV: tl.constexpr, S_O: tl.constexpr, S_GU: tl.constexpr, S_D: tl.constexpr,
                    BK: tl.constexpr, BN: tl.constexpr, BR: tl.constexpr, eps, BARRIERS_ONLY: tl.constexpr,
                    KIND: tl.constexpr, FOLD: tl.constexpr, ATTN: tl.constexpr, T: tl.constexpr, TP: tl.constexpr,
-                   NS: tl.constexpr, NS2: tl.constexpr, MERGE_IN_O: tl.constexpr, SLOTS: tl.constexpr):
+                   NS: tl.constexpr, NS2: tl.constexpr, MERGE_IN_O: tl.constexpr, SLOTS: tl.constexpr,
+                   PAGED: tl.constexpr):
     """All layers in one launch: r (float32 [H], bf16 values) is the residual stream, updated in
     place. qkv's first H outputs stand in for the attention's output (this measures the products
     and what lies between them, not attention). BARRIERS_ONLY: the grid-wide barriers alone. KIND:
@@ -329,7 +336,10 @@ def _layers_kernel(r_ptr, n1_ptr, n2_ptr, wqkv_ptr, wo_ptr, wgu_ptr, wd_ptr, p_p
     (_rope_kv), then attention over the T cached tokens of kc, vc ([LAYERS, TP, KV_HEADS, 128]),
     whose NS splits (NS2 the power of two at or above) are merged in a phase of their own, or with
     MERGE_IN_O by the o product as it reads them; qkv's first H outputs then no longer stand in
-    for it. Program 0 stamps SLOTS timer slots a layer (8; 9 with attention).
+    for it. PAGED: the step's own sequence length (lens_ptr), new token's slot (slot_ptr) and block
+    table (table_ptr) read on the device, cos_ptr/sin_ptr then being whole [positions, 128] tables,
+    so that one captured graph serves any step; T and NS are then the largest. Program 0 stamps
+    SLOTS timer slots a layer (8; 9 with attention).
     stamps the time at the start and after every barrier (times_ptr, LAYERS * SLOTS + 1 entries)."""
     pid = tl.program_id(0)
     nprog = tl.num_programs(0)
@@ -354,15 +364,23 @@ def _layers_kernel(r_ptr, n1_ptr, n2_ptr, wqkv_ptr, wo_ptr, wgu_ptr, wd_ptr, p_p
         if ATTN:      # slots: rope + KV write, attention, then o (merging the attention's splits)
             kc = kc_ptr + layer * (TP * KV_HEADS_C * 128)
             vc = vc_ptr + layer * (TP * KV_HEADS_C * 128)
-            _rope_kv(p_ptr, cos_ptr, sin_ptr, qkv_ptr, kc, vc, T - 1, pid, nprog, S_QKV, Q)
+            if PAGED:
+                t_now = tl.load(lens_ptr)
+                ns_now = (t_now + ATT_SPLIT_C - 1) // ATT_SPLIT_C
+                _rope_kv(p_ptr, cos_ptr + (t_now - 1) * 128, sin_ptr + (t_now - 1) * 128, qkv_ptr, kc, vc,
+                         tl.load(slot_ptr), pid, nprog, S_QKV, Q)
+            else:
+                t_now = T
+                ns_now = NS
+                _rope_kv(p_ptr, cos_ptr, sin_ptr, qkv_ptr, kc, vc, T - 1, pid, nprog, S_QKV, Q)
             phase = _phase_end(sync_ptr, times_ptr, pid, nprog, phase, stamp + 2)
-            _attention(qkv_ptr, kc, vc, att_o, att_ml, pid, nprog, sm_scale, T, NS)
+            _attention(qkv_ptr, kc, vc, att_o, att_ml, pid, nprog, sm_scale, t_now, ns_now, table_ptr, PAGED)
             phase = _phase_end(sync_ptr, times_ptr, pid, nprog, phase, stamp + 3)
             if MERGE_IN_O:      # each o work item merges the splits of its own K range (_x_slice mode 5)
                 _stamp(times_ptr, pid, stamp + 4)
                 _product(att_o, att_ml, inv, wo, do, layer32, p2_ptr, pid, nprog, H, H, S_O, 5, BK, BN, KIND, NS2, NS)
             else:               # the merge once a head, over q's place (attention has read q)
-                _merge(att_o, att_ml, qkv_ptr, pid, nprog, NS, NS2)
+                _merge(att_o, att_ml, qkv_ptr, pid, nprog, ns_now, NS2)
                 phase = _phase_end(sync_ptr, times_ptr, pid, nprog, phase, stamp + 4)
                 _product(qkv_ptr, n1_ptr, inv, wo, do, layer32, p2_ptr, pid, nprog, H, H, S_O, 0, BK, BN, KIND, 1, 1)
             phase = _phase_end(sync_ptr, times_ptr, pid, nprog, phase, stamp + 5)
@@ -545,14 +563,15 @@ class Persistent:
     def _args(self, r):
         w = self.w
         return (r, w.n1, w.n2, w.qkv, w.o, w.gu, w.down, self.part, self.part2, self.qkv, self.gu, self.sync, self.times,
-                *self.descs, w.kc, w.vc, w.cos, w.sin, self.att_o, self.att_ml, HEAD_DIM ** -0.5)
+                *self.descs, w.kc, w.vc, w.cos, w.sin, self.att_o, self.att_ml, HEAD_DIM ** -0.5, w.tables,
+                w.seq_lens, w.slots)
 
     def _meta(self, barriers_only: bool = False):
         c = self.cfg
         return dict(LAYERS=self.w.layers, H=HIDDEN, Q=QKV, I=INTER, S_QKV=c["s_qkv"], S_O=c["s_o"], S_GU=c["s_gu"],
                     S_D=c["s_d"], BK=c["bk"], BN=c["bn"], BR=128, eps=EPS, BARRIERS_ONLY=barriers_only,
                     KIND=c["kind"], FOLD=bool(c["fold"]), ATTN=bool(c["attn"]), T=self.w.T, TP=self.w.TP, NS=self.ns,
-                    NS2=triton.next_power_of_2(self.ns), MERGE_IN_O=c["attn"] == 2, SLOTS=self.slots,
+                    NS2=triton.next_power_of_2(self.ns), MERGE_IN_O=c["attn"] == 2, SLOTS=self.slots, PAGED=False,
                     num_warps=c["warps"], num_stages=c["stages"])
 
     def phase_us(self) -> dict:

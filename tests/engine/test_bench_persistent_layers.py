@@ -31,12 +31,13 @@ desc = "tensordesc<bf16[1,32,128]>"
 sig = dict(r_ptr="*fp32", n1_ptr="*bf16", n2_ptr="*bf16", wqkv_ptr="*bf16", wo_ptr="*bf16", wgu_ptr="*bf16",
            wd_ptr="*bf16", p_ptr="*fp32", p2_ptr="*fp32", qkv_ptr="*bf16", gu_ptr="*bf16", sync_ptr="*i32", times_ptr="*i64",
            dqkv=desc, do=desc, dgu=desc, dd=desc, kc_ptr="*bf16", vc_ptr="*bf16", cos_ptr="*bf16", sin_ptr="*bf16",
-           att_o="*fp32", att_ml="*fp32", sm_scale="fp32", eps="fp32")
+           att_o="*fp32", att_ml="*fp32", sm_scale="fp32", table_ptr="*i32", lens_ptr="*i32", slot_ptr="*i64",
+           eps="fp32")
 consts = dict(LAYERS=32, H=m.HIDDEN, Q=m.QKV, I=m.INTER, S_QKV=16, S_O=8, S_GU=2, S_D=16, BK=32, BN=128, BR=128,
               BARRIERS_ONLY=variant == "barriers",
-              KIND={"barriers": 0, "loads": 0, "tma": 1, "tma-dot": 3, "fold": 3, "attn": 3}[variant],
-              FOLD=variant in ("fold", "attn"), ATTN=variant == "attn", T=1025, TP=1040, NS=5, NS2=8,
-              MERGE_IN_O=False, SLOTS=9 if variant == "attn" else 8)
+              KIND={"barriers": 0, "loads": 0, "tma": 1, "tma-dot": 3, "fold": 3, "attn": 3, "paged": 3}[variant],
+              FOLD=variant in ("fold", "attn", "paged"), ATTN=variant in ("attn", "paged"), T=1025, TP=1040, NS=5,
+              NS2=8, MERGE_IN_O=False, SLOTS=9 if variant in ("attn", "paged") else 8, PAGED=variant == "paged")
 sig.update({c: "constexpr" for c in consts})
 kernel = compile(ASTSource(fn=m._layers_kernel, signature=sig, constexprs=consts), target=GPUTarget("cuda", 90, 32),
                  options={"num_warps": 4, "num_stages": stages})
@@ -113,6 +114,16 @@ def test_attention_variant_writes_the_kv_and_runs_its_dots_inside(tmp_path):
     assert len(re.findall(r"ld\.global\.gpu\.acquire\.b32", body)) == 9 * 2
     assert len(re.findall(r"mma\.sync\.aligned\.m16n8k16\.row\.col\.f32\.bf16\.bf16\.f32", body)) >= 3
     assert re.search(r"ex2\.approx", body)                 # the softmax's exponentials
+
+
+def test_paged_variant_reads_the_block_table_and_the_steps_length_on_the_device(tmp_path):
+    def params(body):
+        return {int(i) for i in re.findall(r"_layers_kernel_param_(\d+)\]", body)}
+    plain, paged = _ptx_body(tmp_path, "attn"), _ptx_body(tmp_path, "paged")
+    # Three more parameters read (the block table, the length, the slot), the slot as one 64-bit load.
+    assert params(plain) < params(paged) and len(params(paged) - params(plain)) == 3
+    assert not re.search(r"ld\.global(?:\.[a-z0-9]+)*\.b64", plain)
+    assert len(re.findall(r"ld\.global(?:\.[a-z0-9]+)*\.b64", paged)) == 1
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="a GPU runs the benchmark instead of refusing")
