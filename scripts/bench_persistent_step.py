@@ -1,5 +1,5 @@
 """`python3 scripts/bench_persistent_step.py`: the 8B model's batch-1 decode step with its 32 layers
-in one persistent kernel (scripts/bench_persistent_layers.py's, reading the engine's paged KV pool
+in one persistent kernel (scripts/persistent_layers_kernel.py, reading the engine's paged KV pool
 through a block table), timed side by side with the engine's own captured step, in one process.
 
 scripts/bench_persistent_layers.py compares the layers alone, over a cache of its own. This script
@@ -27,9 +27,10 @@ from pathlib import Path
 import torch
 import triton
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))         # the sibling script's kernel
+sys.path.insert(0, str(Path(__file__).resolve().parent))         # the sibling kernel module and script
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))     # the engine from this checkout
-import bench_persistent_layers as layers  # noqa: E402
+import persistent_layers_kernel as layers  # noqa: E402
+from bench_persistent_layers import graph_us  # noqa: E402
 from engine.benchmarks.decode import (LLAMA_8B, decode_row, fill_random_kv, hf_model,  # noqa: E402
                                       weight_bytes)
 from engine.benchmarks.harness import BenchLLM, copy_bandwidth  # noqa: E402
@@ -120,7 +121,7 @@ class PersistentStep:
 
 def replay_ms(fn, reps: int) -> float:
     """ms a replay of fn captured in a CUDA graph, by CUDA events (median of reps)."""
-    return layers.graph_us(fn, reps) / 1e3
+    return graph_us(fn, reps) / 1e3
 
 
 def main(argv=None) -> int:

@@ -1,6 +1,6 @@
-"""scripts/bench_persistent_layers.py without a GPU: its persistent kernel compiled for sm_90
-offline (what the H200 ran), the grid barrier's shape in the PTX, its refusal on a machine
-without a GPU, and its argument checks."""
+"""scripts/bench_persistent_layers.py without a GPU: its persistent kernel
+(scripts/persistent_layers_kernel.py) compiled for sm_90 offline (what the H200 ran), the grid
+barrier's shape in the PTX, its refusal on a machine without a GPU, and its argument checks."""
 from __future__ import annotations
 
 import os
@@ -25,7 +25,7 @@ from pathlib import Path
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource, compile
 from tests.script_module import load_script
-m = load_script(Path("scripts/bench_persistent_layers.py"))
+m = load_script(Path("scripts/persistent_layers_kernel.py"))
 variant, stages = sys.argv[1], int(sys.argv[2])
 desc = "tensordesc<bf16[1,32,128]>"
 sig = dict(r_ptr="*fp32", n1_ptr="*bf16", n2_ptr="*bf16", wqkv_ptr="*bf16", wo_ptr="*bf16", wgu_ptr="*bf16",
