@@ -48,7 +48,7 @@ import triton
 sys.path.insert(0, str(Path(__file__).resolve().parent))         # the sibling kernel module
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))     # the engine from this checkout
 from engine.model import fused  # noqa: E402
-from persistent_layers_kernel import (ATT_SPLIT, EPS, HEAD_DIM, HEADS, HIDDEN, INTER, KV_HEADS, PAGE,  # noqa: E402
+from persistent_layers_kernel import (EPS, HEAD_DIM, HEADS, HIDDEN, INTER, KV_HEADS, PAGE,  # noqa: E402
                                       PHASES, PHASES_ATTN, QKV, _layers_kernel, config_list, parse_config)
 
 class Weights:
@@ -129,7 +129,7 @@ class Persistent:
         self.sync = torch.zeros(2, dtype=torch.int32, device=dev)
         self.slots = 9 if cfg["attn"] else 8
         self.times = torch.zeros(w.layers * self.slots + 1, dtype=torch.int64, device=dev)
-        self.ns = -(-w.T // ATT_SPLIT)
+        self.ns = -(-w.T // cfg["split"])
         self.att_o = torch.empty(KV_HEADS * self.ns * 4 * HEAD_DIM, dtype=torch.float32, device=dev)
         self.att_ml = torch.empty(KV_HEADS * self.ns * 4 * 2, dtype=torch.float32, device=dev)
         from triton.tools.tensor_descriptor import TensorDescriptor
@@ -159,6 +159,7 @@ class Persistent:
                     S_D=c["s_d"], BK=c["bk"], BN=c["bn"], BR=128, eps=EPS, BARRIERS_ONLY=barriers_only,
                     KIND=c["kind"], FOLD=bool(c["fold"]), ATTN=bool(c["attn"]), T=self.w.T, TP=self.w.TP, NS=self.ns,
                     NS2=triton.next_power_of_2(self.ns), MERGE_IN_O=c["attn"] == 2, SLOTS=self.slots, PAGED=False,
+                    SPLIT=c["split"],
                     num_warps=c["warps"], num_stages=c["stages"])
 
     def phase_us(self) -> dict:

@@ -44,17 +44,20 @@ from engine.runtime.sampling import argmax_rows  # noqa: E402
 class PersistentStep:
     """The batch-1 decode step of `model` over the pool of `llm` with the persistent kernel."""
 
-    def __init__(self, model, llm, cfg: dict, context: int, max_len: int):
+    def __init__(self, model, llm, cfg: dict, context: int, max_len: int, like: "PersistentStep | None" = None):
         dev = llm.device
         self.model, self.cfg = model, cfg
         ls = list(model.layers)
-        # Column-major weights [in, out] stacked a kind: the kernel's TMA descriptors span the layers.
-        self.wqkv = torch.stack([layer.attn.qkv.weight.t() for layer in ls]).contiguous()
-        self.wo = torch.stack([layer.attn.o.weight.t() for layer in ls]).contiguous()
-        self.wgu = torch.stack([layer.mlp.gate_up.weight.t() for layer in ls]).contiguous()
-        self.wd = torch.stack([layer.mlp.down.weight.t() for layer in ls]).contiguous()
-        self.n1 = torch.stack([layer.attn_norm.weight for layer in ls]).contiguous()
-        self.n2 = torch.stack([layer.mlp_norm.weight for layer in ls]).contiguous()
+        if like is not None:       # another config's step over the same model: its stacked weights
+            self.wqkv, self.wo, self.wgu, self.wd, self.n1, self.n2 = like.wqkv, like.wo, like.wgu, like.wd, like.n1, like.n2
+        else:
+            # Column-major weights [in, out] stacked a kind: the kernel's TMA descriptors span the layers.
+            self.wqkv = torch.stack([layer.attn.qkv.weight.t() for layer in ls]).contiguous()
+            self.wo = torch.stack([layer.attn.o.weight.t() for layer in ls]).contiguous()
+            self.wgu = torch.stack([layer.mlp.gate_up.weight.t() for layer in ls]).contiguous()
+            self.wd = torch.stack([layer.mlp.down.weight.t() for layer in ls]).contiguous()
+            self.n1 = torch.stack([layer.attn_norm.weight for layer in ls]).contiguous()
+            self.n2 = torch.stack([layer.mlp_norm.weight for layer in ls]).contiguous()
         from triton.tools.tensor_descriptor import TensorDescriptor
         block = [1, cfg["bk"], cfg["bn"]]
         self.descs = tuple(TensorDescriptor.from_tensor(t, block) for t in (self.wqkv, self.wo, self.wgu, self.wd))
@@ -71,7 +74,7 @@ class PersistentStep:
         self.token = torch.tensor([17], dtype=torch.int64, device=dev)
         cos_t, sin_t = model._rope_tables(torch.bfloat16)
         self.cos, self.sin = cos_t.contiguous(), sin_t.contiguous()
-        self.max_ns = -(-max_len // layers.ATT_SPLIT)
+        self.max_ns = -(-max_len // cfg["split"])
         smax = max(cfg["s_qkv"], cfg["s_o"], cfg["s_gu"], cfg["s_d"])
         f32 = dict(dtype=torch.float32, device=dev)
         self.part, self.part2 = torch.empty(smax * 2 * layers.INTER, **f32), torch.empty(smax * 2 * layers.INTER, **f32)
@@ -96,6 +99,7 @@ class PersistentStep:
             S_O=c["s_o"], S_GU=c["s_gu"], S_D=c["s_d"], BK=c["bk"], BN=c["bn"], BR=128, eps=self.model.norm.eps,
             BARRIERS_ONLY=False, KIND=c["kind"], FOLD=True, ATTN=True, T=self.T, TP=self.tp, NS=self.max_ns,
             NS2=triton.next_power_of_2(self.max_ns), MERGE_IN_O=False, SLOTS=9, PAGED=True,
+            SPLIT=c["split"],
             num_warps=c["warps"], num_stages=c["stages"])
 
     def step(self) -> torch.Tensor:
@@ -126,16 +130,17 @@ def replay_ms(fn, reps: int) -> float:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python3 scripts/bench_persistent_step.py")
-    ap.add_argument("--config", type=layers.parse_config, default="2,64,128,16,8,1,8,4,3,3,1,1",
-                    help="the persistent kernel's config (bench_persistent_layers.parse_config; attn must be 1)")
+    ap.add_argument("--configs", type=layers.config_list, default="2,64,128,16,8,1,8,4,3,3,1,1,128",
+                    help="the persistent kernel's configs, ';'-separated (persistent_layers_kernel.parse_config; "
+                         "attn must be 1), each timed in every round beside the engine")
     ap.add_argument("--context", type=int, default=1024)
     ap.add_argument("--steps", type=int, default=64, help="the engine's timed scheduler steps (as engine.benchmarks.decode)")
     ap.add_argument("--reps", type=int, default=30, help="timed replays of the persistent step")
     ap.add_argument("--rounds", type=int, default=3, help="rounds, each timing both steps")
     ap.add_argument("--json", help="write the figures to this file")
     args = ap.parse_args(argv)
-    if args.config["attn"] != 1:
-        ap.error("--config: attn must be 1 (the persistent step runs attention with its own merge phase)")
+    if any(c["attn"] != 1 for c in args.configs):
+        ap.error("--configs: attn must be 1 (the persistent step runs attention with its own merge phase)")
     if not torch.cuda.is_available() or torch.cuda.get_device_capability()[0] < 9:
         raise SystemExit("bench_persistent_step needs an sm_90 GPU (TMA descriptors)")
     dev = torch.device("cuda")
@@ -150,35 +155,43 @@ def main(argv=None) -> int:
     llm = BenchLLM(cfg, model, kv_dtype="bf16", device=dev, kv_capacity_tokens=2 * (max_len + 16),
                    max_concurrency=1, max_model_len=max_len)
     fill_random_kv(llm)
-    ps = PersistentStep(model, llm, args.config, args.context, max_len)
-    want = ps.engine_logits(llm)
-    got = ps.step()
-    torch.cuda.synchronize()
-    diff = ((got - want).abs().max() / want.abs().max()).item()
-    same_argmax = int(got.argmax()) == int(want.argmax())
-    print(f"one step over the same inputs: logits max rel diff {diff:.2e}, same argmax {same_argmax}", flush=True)
-    kv_bytes = ps.T * cfg.kv_bytes_per_token(2, 0)
-    engine_ms, persistent_ms = [], []
+    want = None
+    steps, results = [], []
+    for c in args.configs:
+        ps = PersistentStep(model, llm, c, args.context, max_len, like=steps[0] if steps else None)
+        want = ps.engine_logits(llm) if want is None else want
+        got = ps.step()
+        torch.cuda.synchronize()
+        diff = ((got - want).abs().max() / want.abs().max()).item()
+        same_argmax = int(got.argmax()) == int(want.argmax())
+        print(f"config {c}: one step over the same inputs: logits max rel diff {diff:.2e}, same argmax {same_argmax}",
+              flush=True)
+        steps.append(ps)
+        results.append(dict(config=c, logits_max_rel_diff=diff, same_argmax=same_argmax, persistent_step_ms=[]))
+    kv_bytes = steps[0].T * cfg.kv_bytes_per_token(2, 0)
+    engine_ms = []
     for r in range(args.rounds):
         row = decode_row(llm, "assay", "bf16", 1, args.context, args.steps, wbytes, bw)
         engine_ms.append(row["graph_ms"])
-        persistent_ms.append(replay_ms(ps.step, args.reps))
-        print(f"round {r + 1}: engine graph {engine_ms[-1]:.3f} ms, persistent step {persistent_ms[-1]:.3f} ms",
-              flush=True)
-    phases = ps.phase_us()
-    print("persistent phases, us a layer: " + ", ".join(f"{k} {v:.1f}" for k, v in phases.items()), flush=True)
+        for ps, res in zip(steps, results):
+            res["persistent_step_ms"].append(replay_ms(ps.step, args.reps))
+        print(f"round {r + 1}: engine graph {engine_ms[-1]:.3f} ms, persistent steps "
+              + ", ".join(f"{res['persistent_step_ms'][-1]:.3f}" for res in results) + " ms", flush=True)
     llm.stop()
-    e, p = statistics.median(engine_ms), statistics.median(persistent_ms)
+    e = statistics.median(engine_ms)
     frac = lambda ms: (wbytes + kv_bytes) / (ms * 1e-3) / bw  # noqa: E731
     print(f"copy {bw / 1e9:.0f} GB/s, weights {wbytes / 1e9:.2f} GB: engine step {e:.3f} ms ({frac(e):.3f} of the "
-          f"copy), persistent step {p:.3f} ms ({frac(p):.3f}), {e / p:.3f}x", flush=True)
+          f"copy)", flush=True)
+    for ps, res in zip(steps, results):
+        p = statistics.median(res["persistent_step_ms"])
+        res.update(persistent_fraction=frac(p), persistent_phases_us_layer=ps.phase_us(), vs_engine=e / p)
+        print(f"  config {res['config']}: persistent step {p:.3f} ms ({frac(p):.3f}), {e / p:.3f}x; phases, us a "
+              "layer: " + ", ".join(f"{k} {v:.1f}" for k, v in res["persistent_phases_us_layer"].items()), flush=True)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(dict(device=torch.cuda.get_device_name(), torch=torch.__version__, triton=triton.__version__,
-                           config=args.config, context=args.context, copy_gb_s=bw / 1e9, weight_bytes=wbytes,
-                           engine_graph_ms=engine_ms, persistent_step_ms=persistent_ms, engine_fraction=frac(e),
-                           persistent_fraction=frac(p), logits_max_rel_diff=diff, same_argmax=same_argmax,
-                           persistent_phases_us_layer=phases), f, indent=1)
+                           context=args.context, copy_gb_s=bw / 1e9, weight_bytes=wbytes, engine_graph_ms=engine_ms,
+                           engine_fraction=frac(e), configs=results), f, indent=1)
     return 0
 
 

@@ -15,7 +15,7 @@ HIDDEN, QKV, INTER = 4096, 6144, 14336           # the 8B config (engine.benchma
 HEADS, KV_HEADS, HEAD_DIM, PAGE = 32, 8, 128, 16    # PAGE: the engine's KV block size
 ATT_SPLIT = 256                                  # tokens an attention work item covers (the engine's bf16 split)
 # The same numbers as the kernels read them (a kernel's globals must be constexpr).
-HEADS_C, KV_HEADS_C, ATT_SPLIT_C = tl.constexpr(HEADS), tl.constexpr(KV_HEADS), tl.constexpr(ATT_SPLIT)
+HEADS_C, KV_HEADS_C = tl.constexpr(HEADS), tl.constexpr(KV_HEADS)
 EPS = 1e-5
 SPIN_LIMIT = tl.constexpr(1 << 16)   # polls of a barrier (about 1 us each) before giving up: ms, not a hang
 
@@ -192,12 +192,23 @@ def _rope_kv(p_ptr, cos_ptr, sin_ptr, q_ptr, kc, vc, slot, pid, nprog, S_QKV: tl
 
 
 @triton.jit
-def _attention(q_ptr, kc, vc, att_o, att_ml, pid, nprog, sm_scale, T, NS, table_ptr, PAGED: tl.constexpr):
-    """Work items (kv head, split of ATT_SPLIT tokens) over T cached tokens (the new one included):
+def _kv_rows(table_ptr, toks, ok, PAGED: tl.constexpr):
+    """The cache rows of tokens toks: through the block table (PAGED), else the tokens themselves."""
+    if PAGED:
+        return tl.load(table_ptr + toks // 16, mask=ok, other=0).to(tl.int64) * 16 + toks % 16
+    return toks.to(tl.int64)
+
+
+@triton.jit
+def _attention(q_ptr, kc, vc, att_o, att_ml, pid, nprog, sm_scale, T, NS, table_ptr, PAGED: tl.constexpr,
+               SPLIT: tl.constexpr):
+    """Work items (kv head, split of SPLIT tokens) over T cached tokens (the new one included):
     the 4 q heads of the kv head as the rows of a dot padded to 16; a split's unnormalised output
     and its (max, sum) stored for the merge (_merge, or _x_slice mode 5). PAGED: a token's block
     from the block table at table_ptr (T and NS may then be the step's own, read on the device);
-    else the cache is read as one run of tokens, its blocks in order, and no table is read."""
+    else the cache is read as one run of tokens, its blocks in order, and no table is read. The
+    table's entries for a 64-token chunk are loaded a chunk ahead, so that the K and V loads do not
+    wait on a dependent table load each chunk."""
     d = tl.arange(0, 128)
     rows = tl.arange(0, 16)
     cols = tl.arange(0, 64)
@@ -209,22 +220,23 @@ def _attention(q_ptr, kc, vc, att_o, att_ml, pid, nprog, sm_scale, T, NS, table_
         m_i = tl.full([16], float("-inf"), tl.float32)
         l_i = tl.zeros([16], tl.float32)
         acc = tl.zeros([16, 128], tl.float32)
-        end = tl.minimum((s + 1) * ATT_SPLIT_C, T)
-        for t0 in range(s * ATT_SPLIT_C, end, 64):
+        end = tl.minimum((s + 1) * SPLIT, T)
+        nxt = s * SPLIT + cols
+        row_n = _kv_rows(table_ptr, nxt, nxt < end, PAGED)
+        for t0 in range(s * SPLIT, end, 64):
             toks = t0 + cols
             ok = toks < end
-            if PAGED:
-                row = tl.load(table_ptr + toks // 16, mask=ok, other=0).to(tl.int64) * 16 + toks % 16
-            else:
-                row = toks
+            row = row_n
+            nxt = toks + 64
+            row_n = _kv_rows(table_ptr, nxt, nxt < end, PAGED)
             at = row[:, None] * (KV_HEADS_C * 128) + h * 128 + d[None, :]
             k = tl.load(kc + at, mask=ok[:, None], other=0.0, cache_modifier=".cg")
+            v = tl.load(vc + at, mask=ok[:, None], other=0.0, cache_modifier=".cg")
             sc = tl.dot(q, tl.trans(k)) * sm_scale
             sc = tl.where(ok[None, :], sc, float("-inf"))
             m_new = tl.maximum(m_i, tl.max(sc, axis=1))
             pr = tl.exp(sc - m_new[:, None])
             alpha = tl.exp(m_i - m_new)
-            v = tl.load(vc + at, mask=ok[:, None], other=0.0, cache_modifier=".cg")
             acc = acc * alpha[:, None] + tl.dot(pr.to(tl.bfloat16), v)
             l_i = l_i * alpha + tl.sum(pr, axis=1)
             m_i = m_new
@@ -286,7 +298,7 @@ def _layers_kernel(r_ptr, n1_ptr, n2_ptr, wqkv_ptr, wo_ptr, wgu_ptr, wd_ptr, p_p
                    BK: tl.constexpr, BN: tl.constexpr, BR: tl.constexpr, eps, BARRIERS_ONLY: tl.constexpr,
                    KIND: tl.constexpr, FOLD: tl.constexpr, ATTN: tl.constexpr, T: tl.constexpr, TP: tl.constexpr,
                    NS: tl.constexpr, NS2: tl.constexpr, MERGE_IN_O: tl.constexpr, SLOTS: tl.constexpr,
-                   PAGED: tl.constexpr):
+                   PAGED: tl.constexpr, SPLIT: tl.constexpr = ATT_SPLIT):
     """All layers in one launch: r (float32 [H], bf16 values) is the residual stream, updated in
     place. qkv's first H outputs stand in for the attention's output (this measures the products
     and what lies between them, not attention). BARRIERS_ONLY: the grid-wide barriers alone. KIND:
@@ -300,7 +312,8 @@ def _layers_kernel(r_ptr, n1_ptr, n2_ptr, wqkv_ptr, wo_ptr, wgu_ptr, wd_ptr, p_p
     MERGE_IN_O by the o product as it reads them; qkv's first H outputs then no longer stand in
     for it. PAGED: the step's own sequence length (lens_ptr), new token's slot (slot_ptr) and block
     table (table_ptr) read on the device, cos_ptr/sin_ptr then being whole [positions, 128] tables,
-    so that one captured graph serves any step; T and NS are then the largest. Program 0 stamps
+    so that one captured graph serves any step; T and NS are then the largest. SPLIT: the tokens of
+    an attention work item. Program 0 stamps
     SLOTS timer slots a layer (8; 9 with attention).
     stamps the time at the start and after every barrier (times_ptr, LAYERS * SLOTS + 1 entries)."""
     pid = tl.program_id(0)
@@ -328,15 +341,15 @@ def _layers_kernel(r_ptr, n1_ptr, n2_ptr, wqkv_ptr, wo_ptr, wgu_ptr, wd_ptr, p_p
             vc = vc_ptr + layer * (TP * KV_HEADS_C * 128)
             if PAGED:
                 t_now = tl.load(lens_ptr)
-                ns_now = (t_now + ATT_SPLIT_C - 1) // ATT_SPLIT_C
-                _rope_kv(p_ptr, cos_ptr + (t_now - 1) * 128, sin_ptr + (t_now - 1) * 128, qkv_ptr, kc, vc,
-                         tl.load(slot_ptr), pid, nprog, S_QKV, Q)
+                ns_now = (t_now + SPLIT - 1) // SPLIT
+                cos_now, sin_now, slot_now = cos_ptr + (t_now - 1) * 128, sin_ptr + (t_now - 1) * 128, tl.load(slot_ptr)
             else:
                 t_now = T
                 ns_now = NS
-                _rope_kv(p_ptr, cos_ptr, sin_ptr, qkv_ptr, kc, vc, T - 1, pid, nprog, S_QKV, Q)
+                cos_now, sin_now, slot_now = cos_ptr, sin_ptr, T - 1
+            _rope_kv(p_ptr, cos_now, sin_now, qkv_ptr, kc, vc, slot_now, pid, nprog, S_QKV, Q)
             phase = _phase_end(sync_ptr, times_ptr, pid, nprog, phase, stamp + 2)
-            _attention(qkv_ptr, kc, vc, att_o, att_ml, pid, nprog, sm_scale, t_now, ns_now, table_ptr, PAGED)
+            _attention(qkv_ptr, kc, vc, att_o, att_ml, pid, nprog, sm_scale, t_now, ns_now, table_ptr, PAGED, SPLIT)
             phase = _phase_end(sync_ptr, times_ptr, pid, nprog, phase, stamp + 3)
             if MERGE_IN_O:      # each o work item merges the splits of its own K range (_x_slice mode 5)
                 _stamp(times_ptr, pid, stamp + 4)
@@ -391,23 +404,26 @@ PHASES_ATTN = ("qkv", "rope + kv write", "attention", "merge", "o", "o reduce + 
 
 
 def parse_config(text: str) -> dict:
-    """'P,BK,BN,S_QKV,S_O,S_GU,S_D,WARPS[,STAGES[,KIND[,FOLD[,ATTN]]]]': programs an SM, the K and N
+    """'P,BK,BN,S_QKV,S_O,S_GU,S_D,WARPS[,STAGES[,KIND[,FOLD[,ATTN[,SPLIT]]]]]': programs an SM, the K and N
     tile, the splits of each product, warps a program, the software pipeline's stages (default 1),
     how the products run (default 0): 0 nested loops, plain loads, FMAs; 1 one flat loop, TMA,
     FMAs; 2 flat, plain loads, a tensor-core dot; 3 flat, TMA, a dot (_gemv_flat); FOLD 1 to fold
     the qkv and gate_up reduces into the products that read them (default 0); ATTN 1 (with FOLD)
     to run each layer's RoPE, KV write and attention inside the kernel too, its splits merged in a
-    phase of their own, 2 the same with the merge done by the o product (default 0)."""
-    keys = ("per_sm", "bk", "bn", "s_qkv", "s_o", "s_gu", "s_d", "warps", "stages", "kind", "fold", "attn")
+    phase of their own, 2 the same with the merge done by the o product (default 0); SPLIT the
+    tokens of an attention work item (64 to 1024, a power of two; default the engine's 256)."""
+    keys = ("per_sm", "bk", "bn", "s_qkv", "s_o", "s_gu", "s_d", "warps", "stages", "kind", "fold", "attn", "split")
     try:
         vals = [int(x) for x in text.split(",")]
     except ValueError:
         vals = []
-    vals += [1, 0, 0, 0][len(vals) - 8:] if 8 <= len(vals) < len(keys) else []
-    if (len(vals) != len(keys) or min(vals[:-3], default=0) < 1 or vals[-3] not in (0, 1, 2, 3)
-            or vals[-2] not in (0, 1) or vals[-1] not in (0, 1, 2) or (vals[-1] and not vals[-2])):
+    vals += [1, 0, 0, 0, ATT_SPLIT][len(vals) - 8:] if 8 <= len(vals) < len(keys) else []
+    pow2 = lambda v: v > 0 and not v & (v - 1)  # noqa: E731
+    if (len(vals) != len(keys) or min(vals[:9], default=0) < 1 or vals[9] not in (0, 1, 2, 3)
+            or vals[10] not in (0, 1) or vals[11] not in (0, 1, 2) or (vals[11] and not vals[10])
+            or not (pow2(vals[12]) and 64 <= vals[12] <= 1024)):
         raise argparse.ArgumentTypeError(f"expected 8 to {len(keys)} integers {','.join(keys)} (positive; kind 0-3; "
-                                         f"fold 0 or 1, attn 0-2 and only with fold), got {text!r}")
+                                         f"fold 0 or 1, attn 0-2 and only with fold; split a power of two from 64 to 1024), got {text!r}")
     cfg = dict(zip(keys, vals))
     for name in ("s_qkv", "s_o", "s_gu", "s_d"):
         if cfg[name] & (cfg[name] - 1):

@@ -25,7 +25,7 @@ ENV_BACKEND = "ENGINE_KERNELS"
 BACKENDS = ("torch", "triton")
 # Every file whose bytes decide what the ops compute; kernel_build_id hashes them in order.
 KERNEL_SOURCES = ("cache_layout.py", "checks.py", "decode_plan.py", "errors.py", "ops.py", "reference.py",
-                  "triton_decode.py", "triton_kv_write.py")
+                  "triton_decode.py", "triton_kv_write.py", "triton_persistent.py")
 
 
 @functools.lru_cache(maxsize=1)

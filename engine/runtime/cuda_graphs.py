@@ -40,19 +40,49 @@ class DecodeGraphs:
         self.graphs: dict[int, torch.cuda.CUDAGraph] = {}
         self.outputs: dict[int, torch.Tensor] = {}
         self.next_ids: torch.Tensor | None = None      # greedy ids of the last run, on the device
+        # The batch-1 bucket's step with every layer in one persistent kernel, where it fits
+        # (engine.runtime.persistent_decode); persistent_off says why not otherwise.
+        self.persistent = None
+        self.persistent_off: str | None = "no batch-1 bucket"
+        if 1 in self.sizes:
+            from engine.runtime import persistent_decode
+            self.persistent_off = persistent_decode.unfit(runner.model, runner.pool, dev)
+            if self.persistent_off is None:
+                try:
+                    self.persistent = persistent_decode.PersistentDecode(runner.model, runner.pool)
+                except RuntimeError as e:        # out of memory for a stacked weight, say
+                    self.persistent_off = f"{type(e).__name__}: {e}"
         self._capture_all()
 
     def fits(self, b: int) -> bool:
         return b <= self.sizes[-1]
 
-    def _forward(self, b: int) -> torch.Tensor:
+    def _layered(self, b: int) -> torch.Tensor:
         inp = self.inp[b]
         ids, pos, slots = inp[0], inp[1], inp[2]
         lens = (pos + 1).to(torch.int32)          # computed inside the graph: one less copy
         meta = AttnMeta(slot_mapping=slots, decode=True, block_tables=self.tables[:b], seq_lens=lens)
-        logits = self.runner.model(ids, pos, meta, self.runner.ops, self.runner.caches)
+        return self.runner.model(ids, pos, meta, self.runner.ops, self.runner.caches)
+
+    def _forward(self, b: int) -> torch.Tensor:
+        inp = self.inp[b]
+        if b == 1 and self.persistent is not None:
+            lens = (inp[1] + 1).to(torch.int32)
+            logits = self.persistent.forward(inp[0], self.tables[:1], lens, inp[2])
+        else:
+            logits = self._layered(b)
         inp[0].copy_(argmax_rows(logits))    # the next step's ids, without the host
         return logits
+
+    def _check_persistent(self) -> None:
+        """Keep the persistent batch-1 step only if it fits the GPU and agrees with the layered step
+        on the same (scratch) input; otherwise say why in persistent_off."""
+        from engine.runtime.persistent_decode import self_check
+        inp = self.inp[1]
+        lens = (inp[1] + 1).to(torch.int32)
+        why = self_check(self.persistent, self._layered(1), inp[0], self.tables[:1], lens, inp[2])
+        if why is not None:
+            self.persistent, self.persistent_off = None, why
 
     def _capture_all(self) -> None:
         pool = None
@@ -60,6 +90,8 @@ class DecodeGraphs:
         stream.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(stream):
             for b in reversed(self.sizes):          # largest first, so smaller ones reuse its memory
+                if b == 1 and self.persistent is not None:
+                    self._check_persistent()
                 for _ in range(2):                  # compile kernels and settle allocations first
                     self._forward(b)
                 torch.cuda.synchronize()

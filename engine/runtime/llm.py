@@ -224,9 +224,12 @@ class LLM(SessionStore):
     def status(self) -> dict:
         with self._cond:
             s = self.scheduler.status()
+        graphs = self.runner.graphs
         s.update(kv_dtype=str(self.kv_dtype).replace("torch.", ""), dtype=str(self.dtype).replace("torch.", ""),
                  device=str(self.device), block_size=self.pool.block_size, spec_mode=self.spec,
                  attention=self.ops.name,
                  cuda_graphs=self.runner.graphs is not None, compiled_ops=self.compiled_ops,
-                 cuda_graph_error=self.runner.graph_error)
+                 cuda_graph_error=self.runner.graph_error,
+                 persistent_decode=graphs is not None and graphs.persistent is not None,
+                 persistent_decode_off=None if graphs is None else graphs.persistent_off)
         return s

@@ -35,9 +35,12 @@ sig = dict(r_ptr="*fp32", n1_ptr="*bf16", n2_ptr="*bf16", wqkv_ptr="*bf16", wo_p
            eps="fp32")
 consts = dict(LAYERS=32, H=m.HIDDEN, Q=m.QKV, I=m.INTER, S_QKV=16, S_O=8, S_GU=2, S_D=16, BK=32, BN=128, BR=128,
               BARRIERS_ONLY=variant == "barriers",
-              KIND={"barriers": 0, "loads": 0, "tma": 1, "tma-dot": 3, "fold": 3, "attn": 3, "paged": 3}[variant],
-              FOLD=variant in ("fold", "attn", "paged"), ATTN=variant in ("attn", "paged"), T=1025, TP=1040, NS=5,
-              NS2=8, MERGE_IN_O=False, SLOTS=9 if variant in ("attn", "paged") else 8, PAGED=variant == "paged")
+              KIND={"barriers": 0, "loads": 0, "tma": 1, "tma-dot": 3, "fold": 3, "attn": 3, "paged": 3,
+                    "split128": 3}[variant],
+              FOLD=variant in ("fold", "attn", "paged", "split128"), ATTN=variant in ("attn", "paged", "split128"),
+              T=1025, TP=1040, NS=9 if variant == "split128" else 5, NS2=16 if variant == "split128" else 8,
+              MERGE_IN_O=False, SLOTS=9 if variant in ("attn", "paged", "split128") else 8,
+              PAGED=variant in ("paged", "split128"), SPLIT=128 if variant == "split128" else 256)
 sig.update({c: "constexpr" for c in consts})
 kernel = compile(ASTSource(fn=m._layers_kernel, signature=sig, constexprs=consts), target=GPUTarget("cuda", 90, 32),
                  options={"num_warps": 4, "num_stages": stages})
@@ -126,6 +129,19 @@ def test_paged_variant_reads_the_block_table_and_the_steps_length_on_the_device(
     assert len(re.findall(r"ld\.global(?:\.[a-z0-9]+)*\.b64", paged)) == 1
 
 
+def test_attention_reads_the_block_table_a_chunk_ahead_whatever_the_split(tmp_path):
+    # The table's entries for the next 64 tokens are loaded before the chunk's K and V: two load
+    # sites of the table a split (the first chunk's before the loop, the next chunk's inside it),
+    # each 64 scalar 32-bit loads in the PTX, besides the step's length; the split size moves only
+    # the loop's bounds. (One site inside the loop, loading the chunk's own entries, gives 65.)
+    def table_loads(body):
+        return len(re.findall(r"ld\.global\.b32 ", body))
+    paged, small = _ptx_body(tmp_path, "paged"), _ptx_body(tmp_path, "split128")
+    assert table_loads(_ptx_body(tmp_path, "attn")) == 0
+    assert table_loads(paged) == table_loads(small) == 1 + 2 * 64
+    assert len(re.findall(r"ld\.global\.gpu\.acquire\.b32", small)) == 9 * 2
+
+
 @pytest.mark.skipif(torch.cuda.is_available(), reason="a GPU runs the benchmark instead of refusing")
 def test_refuses_without_a_gpu():
     with pytest.raises(SystemExit, match="needs a CUDA GPU"):
@@ -135,7 +151,10 @@ def test_refuses_without_a_gpu():
 @pytest.mark.parametrize("text", ["2,32,128,16,8,2,16", "2,32,100,16,8,2,16,4", "0,32,128,16,8,2,16,4",
                                   "2,32,128,16,8,2,16,x", "", "2,32,128,16,8,2,16,4,1,4", "2,32,128,16,8,2,7,4",
                                   "2,32,128,16,8,2,16,4,1,3,2", "2,32,128,16,8,2,16,4,1,3,0,1",
-                                  "2,32,128,16,8,2,16,4,1,3,1,3"])
+                                  "2,32,128,16,8,2,16,4,1,3,1,3", "2,32,128,16,8,2,16,4,1,3,1,1,2",
+                                  "2,32,128,16,8,2,16,4,1,3,1,1,100", "2,32,128,16,8,2,16,4,1,3,1,1,32",
+                                  "2,32,128,16,8,2,16,4,1,3,1,1,384",
+                                  "2,32,128,16,8,2,16,4,1,3,1,1,128,1"])
 def test_configs_are_checked(text, capsys):
     with pytest.raises(SystemExit) as e:
         persistent.main(["--configs", text])
@@ -146,7 +165,9 @@ def test_configs_are_checked(text, capsys):
 def test_config_fields_and_default_stages():
     cfg = persistent.parse_config("4,32,128,16,8,2,16,4")
     assert cfg == dict(per_sm=4, bk=32, bn=128, s_qkv=16, s_o=8, s_gu=2, s_d=16, warps=4, stages=1, kind=0, fold=0,
-                       attn=0)
+                       attn=0, split=256)
+    assert persistent.parse_config("4,32,128,16,8,2,16,4,3,3,1,1,64") == dict(
+        per_sm=4, bk=32, bn=128, s_qkv=16, s_o=8, s_gu=2, s_d=16, warps=4, stages=3, kind=3, fold=1, attn=1, split=64)
     assert persistent.parse_config("4,32,128,16,8,2,16,4,3,3,1")["fold"] == 1
     assert persistent.parse_config("4,32,128,16,8,2,16,4,3,3,1,1")["attn"] == 1
     assert persistent.parse_config("4,32,128,16,8,2,16,4,3")["stages"] == 3

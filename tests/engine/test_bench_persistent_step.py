@@ -15,7 +15,7 @@ step = load_script(Path(__file__).resolve().parents[2] / "scripts" / "bench_pers
 @pytest.mark.parametrize("config", ["2,64,128,16,8,1,8,4,3,3,1", "2,64,128,16,8,1,8,4,3,3,1,2"])
 def test_config_must_run_attention_with_its_merge_phase(config, capsys):
     with pytest.raises(SystemExit) as e:
-        step.main(["--config", config])
+        step.main(["--configs", config])
     assert e.value.code == 2
     assert "attn must be 1" in capsys.readouterr().err
 
