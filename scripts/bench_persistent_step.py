@@ -13,9 +13,12 @@ fraction of the copy bandwidth measured in the same run (engine.benchmarks.decod
 weights read once, embedding excluded, plus the sequence's KV, over the step's time), and how the
 persistent step's logits compare with the engine's forward over the same inputs.
 
-The engine does not run this kernel; this measures what it would gain. Needs an sm_90 GPU. A
-script, not one of engine/benchmarks: any commit under engine/ moves the wheel the gpu-h200
-evidence binds. Figures and the command: docs/perf/engine.md."""
+Since commit 4bf6df9 the engine's own batch-1 step on an sm_90 GPU is its persistent step
+(engine/kernels/triton_persistent.py, what this prototype became), so the "engine" column is that
+step; with ENGINE_PERSISTENT_DECODE=0 it is the layered step, the comparison of the figures from
+before that commit. Needs an sm_90 GPU. A script, not one of engine/benchmarks: its variants are
+experiments, and any commit under engine/ moves the wheel the gpu-h200 evidence binds. Figures and
+the command: docs/perf/engine.md."""
 from __future__ import annotations
 
 import argparse

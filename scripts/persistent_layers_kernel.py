@@ -2,7 +2,9 @@
 scripts/bench_persistent_step.py measure: every layer of the 8B config's batch-1 decode step in one
 Triton launch, its phases (the products, their reduces, norms, SwiGLU's gate, and optionally RoPE,
 the KV write and attention) separated by grid-wide barriers; and the configs that choose how it
-runs (parse_config). A prototype for issue 18, not part of the engine: figures in
+runs (parse_config). The prototype of issue 18, with the variants it was measured in; what the
+engine kept of it is engine/kernels/triton_persistent.py (the variant attn 1, PAGED, kind 3, fold,
+128-token splits), whose barrier, norm, RoPE and merge pieces this module uses. Figures:
 docs/perf/engine.md."""
 from __future__ import annotations
 
@@ -11,30 +13,15 @@ import argparse
 import triton
 import triton.language as tl
 
+# The pieces the engine's kernel kept, shared (the engine's take the head counts and dims as arguments).
+from engine.kernels.triton_persistent import _grid_sync, _inv_rms, _merge, _rope_kv
+
 HIDDEN, QKV, INTER = 4096, 6144, 14336           # the 8B config (engine.benchmarks.decode.LLAMA_8B)
 HEADS, KV_HEADS, HEAD_DIM, PAGE = 32, 8, 128, 16    # PAGE: the engine's KV block size
 ATT_SPLIT = 256                                  # tokens an attention work item covers (the engine's bf16 split)
 # The same numbers as the kernels read them (a kernel's globals must be constexpr).
-HEADS_C, KV_HEADS_C = tl.constexpr(HEADS), tl.constexpr(KV_HEADS)
+HEADS_C, KV_HEADS_C, HEAD_DIM_C = tl.constexpr(HEADS), tl.constexpr(KV_HEADS), tl.constexpr(HEAD_DIM)
 EPS = 1e-5
-SPIN_LIMIT = tl.constexpr(1 << 16)   # polls of a barrier (about 1 us each) before giving up: ms, not a hang
-
-
-@triton.jit
-def _grid_sync(sync_ptr, target):
-    """Wait until the programs' arrivals reach target (every program arrives once a barrier); a
-    program that waits past SPIN_LIMIT polls marks sync_ptr[1] and goes on (the run is then
-    reported as failed)."""
-    tl.debug_barrier()
-    tl.atomic_add(sync_ptr, 1, sem="release", scope="gpu")
-    seen = tl.atomic_add(sync_ptr, 0, sem="acquire", scope="gpu")
-    polls = 0
-    while (seen < target) & (polls < SPIN_LIMIT):
-        seen = tl.atomic_add(sync_ptr, 0, sem="acquire", scope="gpu")
-        polls += 1
-    if seen < target:
-        tl.atomic_max(sync_ptr + 1, 1)
-    tl.debug_barrier()
 
 
 @triton.jit
@@ -43,14 +30,6 @@ def _phase_end(sync_ptr, times_ptr, pid, nprog, phase, slot):
     _grid_sync(sync_ptr, (phase + 1) * nprog)
     _stamp(times_ptr, pid, slot)
     return phase + 1
-
-
-@triton.jit
-def _inv_rms(r_ptr, N: tl.constexpr, eps):
-    """1 / sqrt(mean(r^2) + eps) of the float32 residual, in one load read past L1 (other programs
-    wrote it)."""
-    v = tl.load(r_ptr + tl.arange(0, N), cache_modifier=".cg")
-    return 1.0 / tl.sqrt(tl.sum(v * v, axis=0) / N + eps)
 
 
 @triton.jit
@@ -169,29 +148,6 @@ def _gemv_flat(x_ptr, nw_ptr, inv, w_ptr, w_desc, layer, p_ptr, pid, nprog, K: t
 
 
 @triton.jit
-def _rope_kv(p_ptr, cos_ptr, sin_ptr, q_ptr, kc, vc, slot, pid, nprog, S_QKV: tl.constexpr, Q: tl.constexpr):
-    """The qkv product's splits summed a head at a time (rounded to bf16), RoPE on the q and k heads
-    (x*cos + rotate_half(x)*sin in float32, rounded once, as the engine's kernel does), q stored,
-    k and v written into the caches at the new token's slot."""
-    d = tl.arange(0, 128)
-    partner = tl.where(d < 64, d + 64, d - 64)
-    c = tl.load(cos_ptr + d).to(tl.float32)
-    sn = tl.load(sin_ptr + d).to(tl.float32) * tl.where(d < 64, -1.0, 1.0)
-    sp = tl.arange(0, S_QKV)[:, None]
-    for j in range(pid, HEADS_C + 2 * KV_HEADS_C, nprog):
-        x = tl.sum(tl.load(p_ptr + sp * Q + (j * 128 + d)[None, :], cache_modifier=".cg"), axis=0)
-        x = x.to(tl.bfloat16).to(tl.float32)
-        xr = tl.sum(tl.load(p_ptr + sp * Q + (j * 128 + partner)[None, :], cache_modifier=".cg"), axis=0)
-        y = (x * c + xr.to(tl.bfloat16).to(tl.float32) * sn).to(tl.bfloat16)
-        if j < HEADS_C:
-            tl.store(q_ptr + j * 128 + d, y)
-        elif j < HEADS_C + KV_HEADS_C:
-            tl.store(kc + slot * (KV_HEADS_C * 128) + (j - HEADS_C) * 128 + d, y)
-        else:
-            tl.store(vc + slot * (KV_HEADS_C * 128) + (j - HEADS_C - KV_HEADS_C) * 128 + d, x.to(tl.bfloat16))
-
-
-@triton.jit
 def _kv_rows(table_ptr, toks, ok, PAGED: tl.constexpr):
     """The cache rows of tokens toks: through the block table (PAGED), else the tokens themselves."""
     if PAGED:
@@ -244,22 +200,6 @@ def _attention(q_ptr, kc, vc, att_o, att_ml, pid, nprog, sm_scale, T, NS, table_
         tl.store(att_o + base[:, None] * 128 + d[None, :], acc, mask=(rows < 4)[:, None])
         tl.store(att_ml + base * 2, m_i, mask=rows < 4)
         tl.store(att_ml + base * 2 + 1, l_i, mask=rows < 4)
-
-
-@triton.jit
-def _merge(att_o, att_ml, out_ptr, pid, nprog, NS, NS2: tl.constexpr):
-    """Each q head's attention output from its NS splits (max, sum, unnormalised output), once,
-    rounded to bf16 as the engine's merge does, into out_ptr [HEADS * 128]."""
-    d = tl.arange(0, 128)
-    sp = tl.arange(0, NS2)
-    for qh in range(pid, HEADS_C, nprog):
-        at = ((qh // 4) * NS + sp) * 4 + qh % 4
-        ok = sp < NS
-        m = tl.load(att_ml + at * 2, mask=ok, other=float("-inf"), cache_modifier=".cg")
-        ls = tl.load(att_ml + at * 2 + 1, mask=ok, other=0.0, cache_modifier=".cg")
-        o = tl.load(att_o + at[:, None] * 128 + d[None, :], mask=ok[:, None], other=0.0, cache_modifier=".cg")
-        wgt = tl.exp(m - tl.max(m, axis=0))
-        tl.store(out_ptr + qh * 128 + d, (tl.sum(wgt[:, None] * o, axis=0) / tl.sum(wgt * ls, axis=0)).to(tl.bfloat16))
 
 
 @triton.jit
@@ -347,7 +287,7 @@ def _layers_kernel(r_ptr, n1_ptr, n2_ptr, wqkv_ptr, wo_ptr, wgu_ptr, wd_ptr, p_p
                 t_now = T
                 ns_now = NS
                 cos_now, sin_now, slot_now = cos_ptr, sin_ptr, T - 1
-            _rope_kv(p_ptr, cos_now, sin_now, qkv_ptr, kc, vc, slot_now, pid, nprog, S_QKV, Q)
+            _rope_kv(p_ptr, cos_now, sin_now, qkv_ptr, kc, vc, slot_now, pid, nprog, S_QKV, HEADS_C, KV_HEADS_C, HEAD_DIM_C)
             phase = _phase_end(sync_ptr, times_ptr, pid, nprog, phase, stamp + 2)
             _attention(qkv_ptr, kc, vc, att_o, att_ml, pid, nprog, sm_scale, t_now, ns_now, table_ptr, PAGED, SPLIT)
             phase = _phase_end(sync_ptr, times_ptr, pid, nprog, phase, stamp + 3)
@@ -355,7 +295,7 @@ def _layers_kernel(r_ptr, n1_ptr, n2_ptr, wqkv_ptr, wo_ptr, wgu_ptr, wd_ptr, p_p
                 _stamp(times_ptr, pid, stamp + 4)
                 _product(att_o, att_ml, inv, wo, do, layer32, p2_ptr, pid, nprog, H, H, S_O, 5, BK, BN, KIND, NS2, NS)
             else:               # the merge once a head, over q's place (attention has read q)
-                _merge(att_o, att_ml, qkv_ptr, pid, nprog, ns_now, NS2)
+                _merge(att_o, att_ml, qkv_ptr, pid, nprog, ns_now, HEADS_C, HEADS_C // KV_HEADS_C, HEAD_DIM_C, NS2)
                 phase = _phase_end(sync_ptr, times_ptr, pid, nprog, phase, stamp + 4)
                 _product(qkv_ptr, n1_ptr, inv, wo, do, layer32, p2_ptr, pid, nprog, H, H, S_O, 0, BK, BN, KIND, 1, 1)
             phase = _phase_end(sync_ptr, times_ptr, pid, nprog, phase, stamp + 5)
