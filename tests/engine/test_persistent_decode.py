@@ -113,7 +113,7 @@ k = compile(ASTSource(fn=m.decode_layers_kernel, signature=sig, constexprs=const
             options={"num_warps": pd.WARPS, "num_stages": pd.STAGES})
 assert k.asm["cubin"], "ptxas gave no cubin"
 ptx = k.asm["ptx"]
-print(json.dumps(dict(shared=k.metadata.shared, regs=k.n_regs if hasattr(k, "n_regs") else None)))
+print(json.dumps(dict(shared=k.metadata.shared)))
 print(ptx[ptx.index(".entry"):])
 """
 
