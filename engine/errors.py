@@ -58,3 +58,15 @@ class RequestFailed(EngineError):
         self.request_id = request_id
         self.where = where
         self.cause = cause
+
+
+class DecodeKernelFailed(EngineError):
+    """A grid barrier of the persistent batch-1 decode kernel timed out: its programs were not all
+    resident on the GPU at once (another process's kernels holding SMs, say), so the tokens of
+    that step and any after it are wrong. The flag stays set: every later step fails the same way
+    until the engine restarts."""
+
+    def __init__(self):
+        super().__init__("the persistent batch-1 decode kernel's grid barrier timed out (its programs were not "
+                         "all resident on the GPU), so its tokens are wrong; restart the engine with "
+                         "ENGINE_PERSISTENT_DECODE=0 to decode with the layered step")

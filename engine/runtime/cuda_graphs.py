@@ -57,6 +57,11 @@ class DecodeGraphs:
     def fits(self, b: int) -> bool:
         return b <= self.sizes[-1]
 
+    def failed_flag(self) -> torch.Tensor | None:
+        """The persistent step's failure flag on the device (nonzero once a barrier timed out), or
+        None when the batch-1 bucket runs the layered step."""
+        return None if self.persistent is None else self.persistent.failed_flag()
+
     def _layered(self, b: int) -> torch.Tensor:
         inp = self.inp[b]
         ids, pos, slots = inp[0], inp[1], inp[2]

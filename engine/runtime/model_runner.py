@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import torch
 
+from engine.errors import DecodeKernelFailed
 from engine.model.transformer import AttnMeta, Transformer
 from engine.runtime.cpu_decode import CpuDecode
 from engine.runtime.kv_pool import KVPool
@@ -20,6 +21,7 @@ class ModelRunner:
         self.max_blocks = max_blocks_per_seq
         self._next_ids: torch.Tensor | None = None     # greedy ids of the last decode, on the device
         self._ring, self._ring_at = [torch.empty(0, dtype=torch.int64)] * 2, 0
+        self._flags = [torch.zeros(1, dtype=torch.int32)] * 2     # pinned on CUDA (below)
         self.graphs = None
         self.graph_error: str | None = None
         # Decode steps on the CPU run as one flat loop (engine.runtime.cpu_decode), same logits.
@@ -31,6 +33,7 @@ class ModelRunner:
             except RuntimeError as e:   # an op that cannot be captured: decode eagerly, say why
                 self.graph_error = f"{type(e).__name__}: {e}"
                 torch.cuda.synchronize()
+            self._flags = [torch.zeros(1, dtype=torch.int32).pin_memory() for _ in range(2)]
 
     def _t(self, data, dtype) -> torch.Tensor:
         return torch.tensor(data, dtype=dtype).to(self.device, non_blocking=True)
@@ -112,7 +115,16 @@ class ModelRunner:
                             seq_lens=self._t([p + 1 for p in pos], torch.int32))
             logits = self._decode_forward(self._t(ids, torch.int64), self._t(pos, torch.int64), meta)
             self._next_ids = argmax_rows(logits)
-        return logits, self._next_ids.tolist()
+        ids = self._next_ids.tolist()
+        self.check_step()
+        return logits, ids
+
+    def check_step(self) -> None:
+        """Raise DecodeKernelFailed if the persistent decode step has failed (engine.runtime.
+        persistent_decode); call after the host has waited for the step (a synchronising read)."""
+        flag = self.graphs.failed_flag() if self.graphs is not None else None
+        if flag is not None and int(flag.item()):
+            raise DecodeKernelFailed()
 
     def read_tokens(self, seqs: list[Sequence]) -> "PendingTokens":
         """Start copying the last decode's greedy ids to the host without waiting for them.
@@ -126,18 +138,25 @@ class ModelRunner:
             self._ring[slot] = torch.empty(len(seqs), dtype=torch.int64, pin_memory=True)
         host = self._ring[slot][:len(seqs)]
         host.copy_(ids, non_blocking=True)
+        # The persistent step's failure flag rides along: a barrier time-out must not pass as tokens.
+        flag = self.graphs.failed_flag() if self.graphs is not None else None
+        if flag is not None:
+            self._flags[slot].copy_(flag, non_blocking=True)
         event = torch.cuda.Event()
         event.record()
-        return PendingTokens(seqs, host, event)
+        return PendingTokens(seqs, host, event, self._flags[slot] if flag is not None else None)
 
 
 class PendingTokens:
-    """The greedy token ids of a launched decode step; tolist() waits for that step only."""
+    """The greedy token ids of a launched decode step; tolist() waits for that step only, and
+    raises DecodeKernelFailed if the persistent decode kernel had failed by then."""
 
-    def __init__(self, seqs: list[Sequence], host: torch.Tensor, event):
-        self.seqs, self.host, self.event = seqs, host, event
+    def __init__(self, seqs: list[Sequence], host: torch.Tensor, event, failed: torch.Tensor | None = None):
+        self.seqs, self.host, self.event, self.failed = seqs, host, event, failed
 
     def tolist(self) -> list[int]:
         if self.event is not None:
             self.event.synchronize()
+        if self.failed is not None and int(self.failed[0]):
+            raise DecodeKernelFailed()
         return self.host.tolist()

@@ -95,6 +95,11 @@ def _stacked(model, path: str) -> torch.Tensor:
 
 
 class PersistentDecode:
+    """The kernel's launch over one model and pool: stacked weights and their TMA descriptors, the
+    per-layer norm weights, RoPE tables, float32 scratch for split-K partial sums and attention
+    splits, and the barrier words (sync[0] the arrival counter, zeroed each launch; sync[1] the
+    failure flag, sticky, read by the host with each step's tokens). forward() is capturable."""
+
     def __init__(self, model, pool):
         from triton.tools.tensor_descriptor import TensorDescriptor
         cfg, dev = model.cfg, pool.device
@@ -133,7 +138,7 @@ class PersistentDecode:
 
     def _launch(self, table: torch.Tensor, lens: torch.Tensor, slots: torch.Tensor) -> None:
         args, meta = self._args(table, lens, slots)
-        self.sync.zero_()
+        self.sync[:1].zero_()          # the arrival counter; the failure flag sync[1] stays set once set
         kernel.decode_layers_kernel[(self.nprog,)](*args, **meta)
 
     def resident(self, table, lens, slots) -> int:
@@ -159,14 +164,19 @@ class PersistentDecode:
         return m.lm_head(h).float()
 
     def failed(self) -> bool:
-        """Whether a barrier of the last launch timed out (its results are then wrong)."""
+        """Whether a barrier of any launch since the flag was cleared timed out (results wrong since)."""
         return bool(self.sync[1].item())
+
+    def failed_flag(self) -> torch.Tensor:
+        """The failure flag on the device (int32 [1]), for the host to copy with a step's tokens."""
+        return self.sync[1:]
 
 
 def self_check(step: PersistentDecode, layered_logits: torch.Tensor, ids, table, lens, slots) -> str | None:
     """Run the step on the inputs the layered step just ran on; why it must not be used, or None."""
     if step.resident(table, lens, slots) < PER_SM:
         return f"the kernel does not fit {PER_SM} programs an SM"
+    step.sync.zero_()
     logits = step.forward(ids, table, lens, slots)
     torch.cuda.synchronize()
     if step.failed():

@@ -194,6 +194,7 @@ class Scheduler:
         logits = self.runner.decode(batch)
         plain = [s.params.plain for s in batch]
         greedy = torch.argmax(logits, dim=-1).tolist() if any(plain) else None
+        self.runner.check_step()
         for i, seq in enumerate(batch):
             self._guard(seq, "sampling", self._take, seq, greedy[i] if plain[i] else logits[i])
 

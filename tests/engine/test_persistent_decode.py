@@ -154,3 +154,14 @@ def test_kernel_reads_the_block_table_a_chunk_ahead(compiled):
     # Two load sites of the table a split (the first chunk's, and the next chunk's inside the loop),
     # 64 scalar 32-bit loads each, besides the sequence's length: 65 with the table read per chunk.
     assert len(re.findall(r"ld\.global\.b32 ", ptx)) == 1 + 2 * 64
+
+
+def test_a_set_failure_flag_fails_the_token_read():
+    # The host's copy of the persistent kernel's failure flag, read with a step's tokens: clear, the
+    # tokens come back; set, DecodeKernelFailed names the switch that turns the step off.
+    from engine.errors import DecodeKernelFailed
+    from engine.runtime.model_runner import PendingTokens
+    ids = torch.tensor([7, 9])
+    assert PendingTokens([], ids, None, torch.zeros(1, dtype=torch.int32)).tolist() == [7, 9]
+    with pytest.raises(DecodeKernelFailed, match="ENGINE_PERSISTENT_DECODE=0"):
+        PendingTokens([], ids, None, torch.ones(1, dtype=torch.int32)).tolist()

@@ -17,6 +17,7 @@ import torch
 
 from engine.benchmarks.decode import LLAMA_8B, hf_model
 from engine.benchmarks.harness import BenchLLM
+from engine.errors import DecodeKernelFailed
 from engine.model.config import ModelConfig
 from engine.model.weights import build_model
 from engine.runtime import persistent_decode as pd
@@ -104,3 +105,24 @@ def test_greedy_tokens_through_the_graph_follow_the_layered_engines(model, llm, 
     agree = next((n for n, (a, b) in enumerate(zip(with_it, ref.token_ids)) if a != b), len(gaps))
     print(f"tokens agree for {agree} of {len(gaps)} steps; first near-tie at step {first_tie}")
     assert agree >= first_tie, (agree, first_tie, gaps[:agree + 1])
+
+
+def test_a_barrier_time_out_fails_the_request_and_stays_set(model):
+    # A time-out cannot be provoked reliably on an idle GPU, so the kernel's own flag (sync[1], which
+    # a timed-out barrier sets) is set by hand: every later step, greedy through the pipelined
+    # token reads or sampled through the logits, must fail with DecodeKernelFailed, and the next
+    # launch must not clear it.
+    engine = _llm(model)
+    try:
+        prompt = list(range(5, 40))
+        assert len(engine.generate(prompt, SamplingParams(max_new_tokens=4, ignore_eos=True)).token_ids) == 4
+        g = engine.runner.graphs
+        assert int(g.failed_flag().item()) == 0
+        g.persistent.sync[1] = 1
+        for params in (SamplingParams(max_new_tokens=4, ignore_eos=True),
+                       SamplingParams(max_new_tokens=4, ignore_eos=True, logprobs=2)):
+            with pytest.raises(DecodeKernelFailed, match="ENGINE_PERSISTENT_DECODE=0"):
+                engine.generate(prompt, params)
+        assert int(g.failed_flag().item()) == 1
+    finally:
+        engine.stop()

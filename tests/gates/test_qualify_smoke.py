@@ -36,7 +36,14 @@ def test_cpu_smoke_chain_passes_with_a_receipt_per_phase(tmp_path, engine_wheel,
     assert facts["protocol"]["passed"] == facts["protocol"]["total"] >= 20
     assert facts["restart"]["token_ids_equal"] is True and facts["restart"]["utf8_bytes_equal"] is True
     assert facts["restart"]["restored_cached_tokens"] > 0 and facts["restart"]["tampered_checkpoint_status"] == "corrupt"
-    assert facts["benchmark"]["ok_runs"] == 3 and facts["benchmark"]["decode_tok_s_median"] > 0
+    bench = facts["benchmark"]
+    assert bench["ok_runs"] == 3 and bench["decode_tok_s_median"] > 0
+    # Decode speed from the two streams of each run: token difference over end-time difference.
+    for r in bench["runs"]:
+        dn = r["completion_tokens"] - r["short"]["completion_tokens"]
+        assert dn > 0 and r["decode_tok_s"] == round(dn / (r["total_s"] - r["short"]["total_s"]), 2)
+    assert bench["decode"] == {"cuda_graphs": False, "cuda_graph_error": None, "persistent_decode": False,
+                               "persistent_decode_off": None}
     restore = facts["restore"]
     assert restore["restored"] is True and restore["audit"]["ok"] is True
     assert 0 < restore["held_s"] <= restore["max_hold_s"]

@@ -163,6 +163,9 @@ def test_status_and_metrics(server, client):
     assert attempted and float(attempted[0].split()[-1]) > 0
     assert st["speculative"]["backend"] == "ngram"
     assert sum(st["speculative"]["counters"]["attempted"]) > 0
+    # On the CPU: no decode graphs, so no persistent step and no reason asked of one.
+    assert st["decode"] == {"cuda_graphs": False, "cuda_graph_error": None, "persistent_decode": False,
+                            "persistent_decode_off": None}
     start = [r for r in server.log() if r["event"] == "server_start"][0]
     assert start["admission"] == adm and start["identity"] == ident
 
