@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
+from torch.nn.attention.bias import causal_lower_right
 
 from engine.kernels import checks
 from engine.kernels.decode_plan import decode_plan, padded_batch, span_heads
@@ -213,13 +214,40 @@ def paged_prefill_attention_ref(q, k_cache, v_cache, k_scale, v_scale, block_tab
     g = hq // hkv
     if not q.is_cuda:
         return _prefill_cpu(q, k_cache, v_cache, k_scale, v_scale, blocks, start_pos, sm_scale)
-    k = _gather(k_cache, k_scale, blocks)[:total].transpose(0, 1)   # [Hkv, total, D]
-    v = _gather(v_cache, v_scale, blocks)[:total].transpose(0, 1)
-    qf = q.float().view(chunk, hkv, g, d).permute(1, 2, 0, 3).reshape(hkv, g * chunk, d)
-    pos = start_pos + torch.arange(chunk, device=q.device).repeat(g)        # row r -> r % chunk
-    mask = torch.arange(total, device=q.device)[None, :] <= pos[:, None]
-    out = F.scaled_dot_product_attention(qf, k, v, attn_mask=mask, scale=sm_scale)
-    return out.view(hkv, g, chunk, d).permute(2, 0, 1, 3).reshape(chunk, hq, d).to(q.dtype)
+    return _prefill_cuda(q, k_cache, v_cache, k_scale, v_scale, blocks, start_pos, sm_scale)
+
+
+def _heads(cache: torch.Tensor, scale: torch.Tensor | None, blocks: torch.Tensor, total: int, g: int,
+           dtype: torch.dtype) -> torch.Tensor:
+    """The first `total` cached tokens of one sequence as [1, Hkv * g, total, D] in `dtype`, each kv
+    head repeated for its g q heads (an int8 cache dequantised first)."""
+    x = cache[blocks]
+    if scale is not None:
+        x = x.float() * scale[blocks].unsqueeze(-1)
+    x = x.flatten(0, 1)[:total].to(dtype).transpose(0, 1)                  # [Hkv, total, D]
+    if g > 1:
+        x = x[:, None].expand(x.shape[0], g, total, x.shape[2]).reshape(-1, total, x.shape[2])
+    return x[None]
+
+
+def _prefill_cuda(q, k_cache, v_cache, k_scale, v_scale, blocks, start_pos: int, sm_scale: float):
+    """paged_prefill_attention_ref on CUDA, in q's dtype through torch's fused attention kernels:
+    flash attention for bf16/fp16, the memory-efficient kernel for float32. A chunk over a cached
+    prefix is causal aligned to its last row (`causal_lower_right`), which those kernels take
+    without a mask tensor, so no chunk x total score matrix is ever held: the float32 math path with
+    a boolean mask it replaces held two, and ran as some ten kernels a layer (docs/perf/engine.md).
+    The kv heads are repeated for their q heads: the lower-right kernels take no GQA layout."""
+    chunk, hq, d = q.shape
+    hkv = k_cache.shape[2]
+    g, total = hq // hkv, start_pos + chunk
+    k = _heads(k_cache, k_scale, blocks, total, g, q.dtype)
+    v = _heads(v_cache, v_scale, blocks, total, g, q.dtype)
+    qh = q.transpose(0, 1)[None]                                            # [1, Hq, chunk, D]
+    if start_pos == 0:
+        out = F.scaled_dot_product_attention(qh, k, v, is_causal=True, scale=sm_scale)
+    else:
+        out = F.scaled_dot_product_attention(qh, k, v, attn_mask=causal_lower_right(chunk, total), scale=sm_scale)
+    return out[0].transpose(0, 1).contiguous()
 
 
 def _prefill_cpu(q, k_cache, v_cache, k_scale, v_scale, blocks, start_pos: int, sm_scale: float):

@@ -60,6 +60,28 @@ def test_prefill_ref_matches_naive(gen, cache_dtype, hq, hkv, start_pos, chunk):
     assert out.shape == q.shape and rel_err(out, want) < 1e-5
 
 
+# The CUDA path's own code (block gather, kv heads repeated for their q heads, causal aligned to the
+# chunk's last row) runs on CPU tensors as well, where torch computes the lower-right causal bias
+# without the fused kernels; on a GPU (ENGINE_TEST_DEVICE=cuda, this directory's `device`) the test
+# above runs it through flash / memory-efficient attention.
+@pytest.mark.parametrize("cache_dtype,qdtype,tol", [(torch.float32, torch.float32, 1e-5),
+                                                    (torch.int8, torch.float32, 1e-5),
+                                                    (torch.bfloat16, torch.bfloat16, 2e-2)])
+@pytest.mark.parametrize("hq,hkv", [(4, 4), (8, 2)])
+@pytest.mark.parametrize("start_pos,chunk", [(0, 37), (20, 45), (45, 20), (16, 1)])
+def test_prefill_cuda_path_matches_naive(gen, cache_dtype, qdtype, tol, hq, hkv, start_pos, chunk):
+    from engine.kernels.reference import _prefill_cuda
+    d = 32
+    p = build(gen, [start_pos + chunk], num_kv_heads=hkv, head_dim=d, cache_dtype=cache_dtype,
+              compute_dtype=qdtype, width=10)
+    q = randn(gen, chunk, hq, d, dtype=qdtype)
+    blocks = p.block_tables[0, : -(-(start_pos + chunk) // 16)].long()
+    out = _prefill_cuda(q, *p.cache_args(), blocks, start_pos, 1 / math.sqrt(d))
+    k, v = dequantized(p, 0)
+    want = naive(q, k, v, range(start_pos, start_pos + chunk), 1 / math.sqrt(d))
+    assert out.shape == q.shape and out.dtype == qdtype and rel_err(out, want) < tol
+
+
 @pytest.mark.parametrize("start_pos", [100, 300])    # a chunk longer than its prefix (padded), and not (masked)
 def test_prefill_after_a_prefix_equals_one_pass_bit_for_bit(gen, start_pos):
     """A prompt prefilled in two chunks gives the second chunk's rows exactly as one pass does,
