@@ -1,12 +1,16 @@
 """Where a prompt's prefill time goes on a CUDA GPU: the engine's time to first token for the 8B
 config's prompt at several prefill chunk sizes (one engine each, alternating, the same prompts),
-then one prefill under torch.profiler, its GPU kernels and its host ops by time.
+then, per chunk of one prefill, the host's time in the runner's call and the GPU's time from its
+first kernel to its last (CUDA events), and one prefill under torch.profiler, its GPU kernels and
+its host ops by time.
 
     python3 scripts/profile_gpu_prefill.py [--prompt 1040] [--chunks 256,1024] [--runs 5] [--top 20]
 """
 from __future__ import annotations
 
 import argparse
+import cProfile
+import pstats
 import statistics
 import sys
 import time
@@ -29,6 +33,38 @@ def first_token_s(llm, prompt) -> float:
     t0 = time.perf_counter()
     next(iter(llm.submit(prompt, SamplingParams(max_new_tokens=2, ignore_eos=True)).stream()))
     return time.perf_counter() - t0
+
+
+def chunk_trace(llm, prompt, python_profile: bool = False) -> list[tuple[int, float, float, float]]:
+    """(start, host ms inside run_window, host ms from the previous chunk's return, GPU ms) per
+    chunk of one prefill: the runner's run_window wrapped for one request. python_profile: the
+    second chunk's call runs under cProfile (on the engine's thread), whose top entries print."""
+    runner, rows = llm.runner, []
+    inner, last = runner.run_window, [None]
+
+    def traced(seq, tokens, all_logits):
+        t0 = time.perf_counter()
+        gap = (t0 - last[0]) * 1e3 if last[0] is not None else 0.0
+        e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        e0.record()
+        if python_profile and len(rows) == 1:
+            prof = cProfile.Profile()
+            out = prof.runcall(inner, seq, tokens, all_logits)
+            pstats.Stats(prof).sort_stats("tottime").print_stats(25)
+        else:
+            out = inner(seq, tokens, all_logits)
+        e1.record()
+        last[0] = time.perf_counter()
+        rows.append((seq.kv_len, (last[0] - t0) * 1e3, gap, e0, e1))
+        return out
+
+    runner.run_window = traced
+    try:
+        first_token_s(llm, prompt)
+    finally:
+        runner.run_window = inner
+    torch.cuda.synchronize()
+    return [(start, host, gap, e0.elapsed_time(e1)) for start, host, gap, e0, e1 in rows]
 
 
 def main() -> int:
@@ -54,7 +90,11 @@ def main() -> int:
             times = [first_token_s(llm, p) for p in prompts[2:]]
             print(f"prefill chunk {chunk}: first token {statistics.median(times) * 1e3:.1f} ms "
                   f"(runs {[round(t * 1e3, 1) for t in times]})", flush=True)
+            for start, host, gap, gpu in chunk_trace(llm, prompts[2]):
+                print(f"  chunk at {start}: host {host:.1f} ms in run_window, {gap:.1f} ms before it; "
+                      f"GPU {gpu:.1f} ms", flush=True)
             if chunk == chunks[0]:
+                chunk_trace(llm, prompts[3], python_profile=True)
                 with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
                     first_token_s(llm, prompts[2])
                 torch.cuda.synchronize()

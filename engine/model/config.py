@@ -84,3 +84,21 @@ class ModelConfig:
         """Bytes of K and V (and their scales) that one token occupies across all layers."""
         per_layer = 2 * self.num_kv_heads * (self.head_dim * elem_bytes + scale_bytes)
         return per_layer * self.num_layers
+
+    def prefill_pass_bytes(self, rows: int, context: int, elem_bytes: int, kv_elem_bytes: int) -> int:
+        """An upper bound of the activation bytes that one prefill pass of `rows` tokens, at up to
+        `context` positions, holds at once: what the memory kept free beside the weights and the
+        KV pool must cover (engine.server.admission). Every tensor of one layer is counted as live
+        together, though the layer frees some before it makes others; layers do not add up.
+
+        Per row, in the compute dtype: the residual, the normed input, the attention's output and
+        its projection (4 x hidden), q, k and v, q again and the attention's output before its
+        projection, the gate and up products and SwiGLU's output. Over the context: K and V
+        gathered from the pool, dequantised to float32 when the pool is int8, and repeated for
+        every q head in the compute dtype (CUDA's fused attention takes no grouped heads). The
+        last row's float32 logits."""
+        h, d, hq, hkv = self.hidden_size, self.head_dim, self.num_heads, self.num_kv_heads
+        per_row = 4 * h + (hq + 2 * hkv) * d + 2 * hq * d + 3 * self.intermediate_size
+        gathered = 2 * context * hkv * d * (kv_elem_bytes + (4 if kv_elem_bytes == 1 else 0))
+        repeated = 2 * context * hq * d * elem_bytes
+        return rows * per_row * elem_bytes + gathered + repeated + self.vocab_size * (4 + elem_bytes)

@@ -54,6 +54,10 @@ def _cuda_only(compiled, eager):
     return op
 
 
+# Compiled variants one op may keep (enable_compile says why); 3 dtypes x 2 ranks x 2 row classes
+# is 12, and weights of another dtype than their inputs add more.
+RECOMPILE_LIMIT = 64
+
 _EAGER = {"rms_norm": _rms_norm, "add_rms_norm": _add_rms_norm, "rope": _rope, "silu_mul": _silu_mul}
 # The names the model calls; enable_compile() rebinds them.
 rms_norm, add_rms_norm, rope, silu_mul = _rms_norm, _add_rms_norm, _rope, _silu_mul
@@ -65,6 +69,13 @@ def enable_compile() -> bool:
     global _compiled, rms_norm, add_rms_norm, rope, silu_mul
     if _compiled:
         return True
+    # Dynamo keeps at most recompile_limit (8) compiled variants of one function, and under
+    # fullgraph=True a call past that is a hard error, not a slow path. Each op is compiled
+    # once per input dtype, rank and one-row-or-more (float32, bf16 and fp16 models, q/k norms
+    # over 3-D heads, batch-1 decode), so a process that serves models of several dtypes
+    # reached the limit mid-request. Process-wide, as the rebinding below is.
+    import torch._dynamo.config as dynamo_config
+    dynamo_config.recompile_limit = max(dynamo_config.recompile_limit, RECOMPILE_LIMIT)
     try:
         c = {k: torch.compile(f, dynamic=True, fullgraph=True) for k, f in _EAGER.items()}
         dev = torch.device("cuda")

@@ -17,6 +17,7 @@ from engine.runtime.block_manager import BlockManager
 from engine.runtime.cpu_threads import on_fresh_thread
 from engine.runtime.kv_pool import KVPool, blocks_for
 from engine.runtime.model_runner import ModelRunner
+from engine.runtime.prefill_chunk import default_prefill_chunk
 from engine.runtime.request import RequestHandle
 from engine.runtime.sampling import SamplingParams
 from engine.runtime.scheduler import Scheduler
@@ -25,7 +26,7 @@ from engine.runtime.sequence import GenerationResult, Sequence
 from engine.runtime.session_store import SessionState, SessionStore
 from engine.runtime.spec_ngram import MAX_DRAFT
 
-__all__ = ["LLM", "SessionState", "graph_buckets"]
+__all__ = ["LLM", "SessionState", "default_prefill_chunk", "graph_buckets"]
 
 GRAPH_BATCH_SIZES = (1, 2, 4, 8, 16, 32)
 SPEC_GRAPH_ROWS = GRAPH_BATCH_SIZES + (64, 128)   # n-gram windows: draft_tokens + 1 rows a sequence
@@ -41,16 +42,6 @@ def graph_buckets(max_concurrency: int, rows_per_seq: int = 1) -> list[int]:
     sizes = GRAPH_BATCH_SIZES if rows_per_seq == 1 else SPEC_GRAPH_ROWS
     out = [b for b in sizes if b < rows]
     return out + [b for b in sizes if b >= rows][:1]
-
-
-def default_prefill_chunk(device: torch.device, max_model_len: int) -> int:
-    """Prompt tokens per prefill step when the caller names none.
-
-    On CUDA, 256: a long prompt then shares the GPU step by step with the decoding sequences.
-    On the CPU, the whole prompt in one pass: the fused causal attention kernel then skips the
-    masked half of the scores, which it cannot do for a chunk over a cached prefix (that takes
-    a mask), and a pass is fewer, larger ops (docs/perf/reference-model.md)."""
-    return 256 if device.type == "cuda" else max_model_len
 
 
 class LLM(SessionStore):
@@ -109,7 +100,7 @@ class LLM(SessionStore):
         self.blocks = BlockManager(num_blocks, block_size)
         self.ops = kernel_ops.select(self.device, attention)
         if prefill_chunk is None:
-            prefill_chunk = default_prefill_chunk(self.device, self.max_model_len)
+            prefill_chunk = default_prefill_chunk(self.device.type, self.max_model_len)
         max_blocks = -(-self.max_model_len // block_size)
         self.runner = ModelRunner(self.model, self.pool, self.ops, max_blocks,
                                   cuda_graphs=cuda_graphs and self.device.type == "cuda",

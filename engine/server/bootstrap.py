@@ -58,7 +58,7 @@ def build_state(profile: Profile, kernels: str | None = None) -> ServerState:
     try:
         llm = LLM(str(model_dir), dtype=p["dtype"], kv_dtype=p["kv_dtype"],
                   device=decision.device, kv_capacity_tokens=decision.kv_capacity_tokens,
-                  block_size=p["block_size"], prefill_chunk=p["prefill_chunk"],
+                  block_size=p["block_size"], prefill_chunk=decision.prefill_chunk,
                   max_concurrency=p["max_concurrency"],
                   max_pending=p["max_pending_requests"],
                   pending_timeout_s=p["pending_timeout_ms"] / 1000.0,

@@ -22,7 +22,7 @@ DEFAULTS: dict[str, Any] = {
     "max_context": 2048,
     "kv_capacity": "auto",
     "block_size": 16,
-    "prefill_chunk": 256,
+    "prefill_chunk": "auto",        # the engine's default on the device (engine.runtime.prefill_chunk)
     "max_concurrency": 8,
     "max_pending_requests": 64,
     "pending_timeout_ms": 30000,

@@ -36,7 +36,7 @@ def run(rt) -> dict:
     admission = body["runtime"]["admission"]
     identity = body["identity"]
     keys = ("device", "free_bytes", "free_source", "weights_bytes", "kv_bytes_per_token", "kv_capacity_tokens",
-            "kv_bytes", "headroom_bytes", "kv_capacity_mode", "admitted")
+            "kv_bytes", "headroom_bytes", "kv_capacity_mode", "admitted", "prefill_chunk", "prefill_bytes")
     out = {**refused, "ready_s": engine.ready_s, "model": rt.shared.get("bench_model") if speed else "lane", "admission": {k: admission.get(k) for k in keys},
            "engine_version": identity.get("engine_version"), "package_sha256": identity.get("package_sha256"),
            "model_sha256": identity.get("model_sha256"), "profile_sha256": identity.get("profile_sha256")}

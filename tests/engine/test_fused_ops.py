@@ -51,3 +51,23 @@ def test_compiled_ops_serve_cuda_inputs_only():
     assert calls == []
     if torch.cuda.is_available():
         assert op(x.cuda(), w.cuda(), 1e-6) == "compiled" and calls == ["cuda"]
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="the compiled ops serve CUDA inputs only")
+def test_compiled_ops_take_every_dtype_and_rank_in_one_process():
+    """Models of several dtypes in one process: each compiled op sees 3 dtypes x 2 ranks x one row
+    or several, 12 variants, past Dynamo's default limit of 8, where fullgraph=True fails hard
+    (what the GPU tests hit once a bf16 tiny model ran before the float32 ones)."""
+    assert fused.enable_compile()
+    for dtype in (torch.float32, torch.bfloat16, torch.float16):
+        for shape in ((1, 64), (5, 64), (1, 4, 64), (5, 4, 64)):
+            x = torch.randn(*shape, device="cuda", dtype=dtype)
+            w = torch.rand(64, device="cuda", dtype=dtype) + 0.5
+            tol = dict(rtol=1e-5, atol=1e-5) if dtype == torch.float32 else dict(rtol=1e-2, atol=1e-2)
+            torch.testing.assert_close(fused.rms_norm(x, w, 1e-6), fused._EAGER["rms_norm"](x, w, 1e-6), **tol)
+            got, summed = fused.add_rms_norm(x, x, w, 1e-6)
+            want, want_sum = fused._EAGER["add_rms_norm"](x, x, w, 1e-6)
+            torch.testing.assert_close(got, want, **tol)
+            torch.testing.assert_close(summed, want_sum, rtol=0, atol=0)
+            torch.testing.assert_close(fused.silu_mul(x, 32), fused._EAGER["silu_mul"](x, 32), **tol)
+    assert torch._dynamo.config.recompile_limit >= fused.RECOMPILE_LIMIT

@@ -25,14 +25,15 @@ def test_too_big_to_fit_exits_2_with_bytes(tiny_model, tmp_path):
     proc = _serve(tmp_path, prof)
     assert proc.returncode == 2, proc.stderr
     m = re.search(r"weights (\d+) B \+ KV (\d+) B \((\d+) tokens x (\d+) B\) \+ headroom "
-                  r"(\d+) B = (\d+) B; free (\d+) B", proc.stderr)
+                  r"(\d+) B \(of which a (\d+)-token prefill pass (\d+) B\) = (\d+) B; free (\d+) B", proc.stderr)
     assert m, proc.stderr
-    weights, kv, tokens, per_tok, headroom, need, free = map(int, m.groups())
-    assert tokens == 100000 and kv == tokens * per_tok and headroom == 16 << 20
+    weights, kv, tokens, per_tok, headroom, chunk, prefill, need, free = map(int, m.groups())
+    assert tokens == 100000 and kv == tokens * per_tok
+    assert chunk == 64 and 0 < prefill and headroom == (16 << 20) + prefill      # the profile's chunk
     assert need == weights + kv + headroom and free == 8 << 20 and need > free
     rec = json.loads((tmp_path / "log.jsonl").read_text().splitlines()[0])
     assert rec["event"] == "server_start" and rec["admitted"] is False
-    assert rec["admission"]["kv_bytes"] == kv
+    assert rec["admission"]["kv_bytes"] == kv and rec["admission"]["prefill_bytes"] == prefill
 
 
 def test_auto_capacity_too_small_exits_2(tiny_model, tmp_path):

@@ -174,3 +174,32 @@ def test_gate_answers_a_bug_with_500_and_connection_close():
                                           "reason": "KeyError"})]
     assert 'engine_requests_total{route="unmatched",status="500"} 1.0' in \
         state.metrics.render().decode()
+
+
+def test_admission_keeps_memory_for_a_prefill_pass(tmp_path):
+    """The headroom is the profile's plus one prefill pass at the profile's chunk ("auto": the
+    device's default, on the CPU the whole context), and a fixed KV capacity that fits only
+    without that pass is refused, naming it."""
+    from engine.model.config import ModelConfig
+    from engine.model.tiny import make_tiny_model
+    from engine.server.admission import MIB, AdmissionRefused, admit
+    from engine.server.profile import DEFAULTS
+    model = make_tiny_model(tmp_path / "tiny", "llama", seed=0)
+    cfg = ModelConfig.from_dir(model)
+    profile = {**DEFAULTS, "model": {"path": str(model)}, "device": "cpu", "dtype": "float32",
+               "max_context": 256, "kv_capacity": 512, "host_memory_mib": 64, "admission_headroom_mib": 1}
+    assert DEFAULTS["prefill_chunk"] == "auto"
+    d = admit(profile)
+    assert d.prefill_chunk == 256 and d.prefill_bytes == cfg.prefill_pass_bytes(256, 256, 4, 4)
+    assert d.headroom_bytes == MIB + d.prefill_bytes
+    assert f"of which a 256-token prefill pass {d.prefill_bytes} B" in d.message()
+    small = admit({**profile, "prefill_chunk": 32})
+    assert small.prefill_chunk == 32 and small.prefill_bytes == cfg.prefill_pass_bytes(32, 256, 4, 4)
+    assert small.prefill_bytes < d.prefill_bytes
+    # a fixed capacity that leaves room for the profile's headroom but not for the pass: refused
+    free = 64 * MIB
+    tokens = (free - d.weights_bytes - MIB - d.prefill_bytes // 2) // d.kv_bytes_per_token
+    assert d.weights_bytes + tokens * d.kv_bytes_per_token + MIB < free
+    with pytest.raises(AdmissionRefused, match="prefill pass") as refused:
+        admit({**profile, "kv_capacity": tokens})
+    assert not refused.value.decision.admitted and refused.value.decision.kv_capacity_tokens == tokens
