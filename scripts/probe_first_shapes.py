@@ -1,0 +1,70 @@
+"""First-request latency by prompt length on CUDA: a fresh engine serves prompts whose last
+prefill chunk has a length it has not served yet, then the same lengths again. Each request's
+time to first token is printed with what compiled during it: Triton JIT compiles (the engine's
+own kernels, by name and argument specialisation) and Dynamo's compiled graphs.
+
+    python3 scripts/probe_first_shapes.py [--layers 4] [--chunk 1024] [--lengths 1024,1041,1041,...]
+
+The 8B config's shapes with fewer layers (compiles do not depend on the layer count). Needs CUDA.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from engine.benchmarks.decode import LLAMA_8B, hf_model  # noqa: E402
+from engine.benchmarks.harness import BenchLLM  # noqa: E402
+from engine.model.config import ModelConfig  # noqa: E402
+from engine.model.weights import build_model  # noqa: E402
+from engine.runtime.sampling import SamplingParams  # noqa: E402
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--layers", type=int, default=4)
+    ap.add_argument("--chunk", type=int, default=1024)
+    ap.add_argument("--lengths", default="1024,1041,1041,1050,1100,1041,1300,1300,64,70,70")
+    args = ap.parse_args()
+    from torch._dynamo.utils import counters
+    from triton import knobs
+    compiled: list[str] = []
+
+    def on_compile(*_a, **kw):
+        compiled.append(str(kw.get("repr", "?")).split("(")[0])
+
+    knobs.runtime.jit_post_compile_hook = on_compile
+    dev = torch.device("cuda")
+    spec = {**LLAMA_8B, "num_hidden_layers": args.layers}
+    cfg = ModelConfig.from_dict(spec, where="probe config")
+    lengths = [int(n) for n in args.lengths.split(",")]
+    max_len = max(lengths) + 64
+    model = build_model(cfg, dict(hf_model(spec, dev).state_dict()), torch.bfloat16, dev, max_len, "hf model")
+    llm = BenchLLM(cfg, model, kv_dtype="bf16", device=dev, kv_capacity_tokens=max_len + 64, max_concurrency=1,
+                   max_model_len=max_len, prefill_chunk=args.chunk)
+    g = torch.Generator().manual_seed(0)
+    try:
+        for n in lengths:
+            prompt = torch.randint(0, cfg.vocab_size, (n,), generator=g).tolist()
+            compiled.clear()
+            graphs = counters["stats"]["unique_graphs"]
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            next(iter(llm.submit(prompt, SamplingParams(max_new_tokens=2, ignore_eos=True)).stream()))
+            ms = (time.perf_counter() - t0) * 1e3
+            last = n % args.chunk or args.chunk
+            print(f"prompt {n:5d} (last chunk {last:4d}): first token {ms:7.1f} ms; Triton compiles "
+                  f"{len(compiled)} {sorted(set(compiled))}; Dynamo graphs +{counters['stats']['unique_graphs'] - graphs}",
+                  flush=True)
+    finally:
+        llm.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
