@@ -3,23 +3,18 @@ against float64, and bad input is a usage error, not a traceback."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
+
+from tests.script_module import run_script
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "scripts" / "probe_rope_table.py"
 
 
-def _run(*args, timeout=600):
-    return subprocess.run([sys.executable, str(SCRIPT), *args], cwd=REPO, capture_output=True, text=True,
-                          timeout=timeout)
-
-
 def test_each_process_is_counted(tmp_path, llama_dir):
     out = tmp_path / "probe.json"
-    run = _run("--revs", "HEAD", "--model", str(llama_dir), "--processes", "2", "--positions", "300",
-               "--json", str(out))
+    run = run_script(SCRIPT, "--revs", "HEAD", "--model", str(llama_dir), "--processes", "2",
+                     "--positions", "300", "--json", str(out))
     assert run.returncode == 0, run.stderr
     got = json.loads(out.read_text())
     assert list(got["runs"]) == ["HEAD"] and len(got["runs"]["HEAD"]) == 2 and got["positions"] == 300
@@ -33,5 +28,5 @@ def test_bad_input_is_a_usage_error(tmp_path, llama_dir):
     for args, says in ((["--revs", "no-such-revision", "--model", str(llama_dir)], "'no-such-revision' names no commit"),
                        (["--revs", "HEAD", "--model", str(tmp_path / "none")], "no model directory at"),
                        (["--revs", "HEAD", "--model", str(llama_dir), "--processes", "0"], "must be at least 1")):
-        run = _run(*args, timeout=120)
+        run = run_script(SCRIPT, *args, timeout=120)
         assert run.returncode == 2 and says in run.stderr and "Traceback" not in run.stderr, run.stderr
