@@ -1,9 +1,11 @@
 """First-request latency by prompt length on CUDA: a fresh engine serves prompts whose last
 prefill chunk has a length it has not served yet, then the same lengths again. Each request's
 time to first token is printed with what compiled during it: Triton JIT compiles (the engine's
-own kernels, by name and argument specialisation) and Dynamo's compiled graphs.
+own kernels, by name and argument specialisation) and Dynamo's compiled graphs. Last, the
+attention kernels one prefill ran (which backend SDPA chose); --no-cudnn-sdp turns torch's cuDNN
+attention backend off first, to compare.
 
-    python3 scripts/probe_first_shapes.py [--layers 4] [--chunk 1024] [--lengths 1024,1041,1041,...]
+    python3 scripts/probe_first_shapes.py [--layers 4] [--chunk 1024] [--lengths 1024,1041,1041,...] [--no-cudnn-sdp]
 
 The 8B config's shapes with fewer layers (compiles do not depend on the layer count). Needs CUDA.
 """
@@ -30,7 +32,11 @@ def main() -> int:
     ap.add_argument("--layers", type=int, default=4)
     ap.add_argument("--chunk", type=int, default=1024)
     ap.add_argument("--lengths", default="1024,1041,1041,1050,1100,1041,1300,1300,64,70,70")
+    ap.add_argument("--no-cudnn-sdp", action="store_true",
+                    help="turn torch's cuDNN attention backend off, process-wide, before anything runs")
     args = ap.parse_args()
+    if args.no_cudnn_sdp:
+        torch.backends.cuda.enable_cudnn_sdp(False)
     from torch._dynamo.utils import counters
     from triton import knobs
     compiled: list[str] = []
@@ -62,6 +68,15 @@ def main() -> int:
             print(f"prompt {n:5d} (last chunk {last:4d}): first token {ms:7.1f} ms; Triton compiles "
                   f"{len(compiled)} {sorted(set(compiled))}; Dynamo graphs +{counters['stats']['unique_graphs'] - graphs}",
                   flush=True)
+        # Which attention kernels a prefill runs (SDPA picks its backend per call).
+        from torch.profiler import ProfilerActivity, profile
+        prompt = torch.randint(0, cfg.vocab_size, (lengths[0],), generator=g).tolist()
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            next(iter(llm.submit(prompt, SamplingParams(max_new_tokens=2, ignore_eos=True)).stream()))
+            torch.cuda.synchronize()
+        names = {e.key for e in prof.key_averages()
+                 if any(w in e.key.lower() for w in ("attn", "fmha", "flash", "cudnn", "sdpa"))}
+        print(f"attention kernels of a {lengths[0]}-token prefill: {sorted(n[:90] for n in names)}", flush=True)
     finally:
         llm.stop()
     return 0
