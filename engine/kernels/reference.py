@@ -240,9 +240,10 @@ def _prefill_cuda(q, k_cache, v_cache, k_scale, v_scale, blocks, start_pos: int,
     no GQA layout.
 
     The lower-right bias calls those kernels itself. `is_causal=True` instead goes through SDPA's
-    backend choice, which on Hopper with torch's bundled cuDNN picks cuDNN attention; that builds an
-    execution plan for each new sequence length, and the first prompt of a length not seen before
-    paid 60-80 ms more on the H200 (`python3 scripts/probe_first_shapes.py`, docs/perf/engine.md)."""
+    backend choice, which on Hopper with torch's bundled cuDNN prefers cuDNN attention, whose
+    plans torch builds and caches per thread and shape: on the H200 a prompt of a length not seen
+    before paid tens of milliseconds more the first time when it went that way (inferred from
+    `python3 scripts/probe_first_shapes.py`, not traced; docs/perf/engine.md)."""
     chunk, hq, d = q.shape
     hkv = k_cache.shape[2]
     g, total = hq // hkv, start_pos + chunk

@@ -2,9 +2,14 @@
 
 A fresh CUDA process pays for its first prefill passes: Dynamo compiles the elementwise ops for
 several rows (seconds without its on-disk cache), and a pass of a row count the process has not
-run takes tens of milliseconds more, the first short prompt some 850 ms. Serving a few shapes at
-start took the first 1,041-token request on the H200 from 753 to 93 ms to its first token; a new
-row count still costs 70-95 ms once (`python3 scripts/probe_first_shapes.py`, docs/perf/engine.md).
+run takes longer the first time. Serving a few shapes at start moves most of that before the
+first request (`python3 scripts/probe_first_shapes.py`; figures in docs/perf/engine.md).
+
+The passes run on the thread that builds the engine, and requests on the scheduler's. What torch
+keeps per thread is not warmed for them: a chunk from position 0 paid tens of milliseconds once
+per new length even for the shapes warmed here, inferred to be SDPA's cuDNN attention building its
+plan, which torch caches per thread and shape. The prefill attention now takes the lower-right
+causal bias from position 0 too, which calls the flash kernel itself (kernels.reference).
 
 The passes write K/V into blocks taken from the empty pool and given back, and the pool's free
 list is then reset to its order at start; a later sequence reads only positions it has written
