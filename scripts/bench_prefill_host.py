@@ -104,6 +104,9 @@ def main() -> int:
                    max_model_len=max_len, prefill_chunk=max(rows))
     if not fused.is_compiled():
         sys.exit("the compiled elementwise ops did not build here")
+    # An engine that picks the eager ops for short prefill passes itself (fused.EAGER_PREFILL_ROWS)
+    # would run both variants alike there: that choice is off here, so each runs as named.
+    fused.EAGER_PREFILL_ROWS = 0
     variants = {"compiled": {n: getattr(fused, n) for n in OPS}, "eager": {n: fused._EAGER[n] for n in OPS}}
     op_costs(variants, rows, cfg.hidden_size, cfg.intermediate_size)
     g = torch.Generator().manual_seed(0)
