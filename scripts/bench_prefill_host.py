@@ -20,6 +20,7 @@ import pstats
 import statistics
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -31,9 +32,15 @@ from engine.benchmarks.harness import BenchLLM  # noqa: E402
 from engine.model import fused  # noqa: E402
 from engine.model.config import ModelConfig  # noqa: E402
 from engine.model.weights import build_model  # noqa: E402
-from engine.runtime.warmup import _Scratch  # noqa: E402
 
 OPS = ("rms_norm", "add_rms_norm", "silu_mul")
+
+
+@dataclass
+class _Scratch:
+    """What ModelRunner.run_window reads of a sequence: its blocks and its cached length."""
+    blocks: list[int]
+    kv_len: int = 0
 
 
 def use(variant: dict) -> None:
@@ -144,7 +151,7 @@ def main() -> int:
                 torch.cuda.synchronize()
                 print(f"--- cProfile, one {short}-row pass, {v} ops, by cumulative time")
                 pstats.Stats(prof).sort_stats("cumulative").print_stats(args.top)
-                print(f"--- the same, by own time")
+                print("--- the same, by own time")
                 pstats.Stats(prof).sort_stats("tottime").print_stats(args.top)
             use(variants["compiled"])
             llm.blocks.reset()
