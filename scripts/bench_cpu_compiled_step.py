@@ -34,9 +34,7 @@ import torch.nn.functional as F  # noqa: E402
 from engine.kernels.decode_plan import decode_plan  # noqa: E402
 from engine.model import fused  # noqa: E402
 from engine.runtime.cpu_decode import CpuDecode, _param  # noqa: E402
-from engine.runtime.llm import LLM  # noqa: E402
-from engine.runtime.sampling import SamplingParams  # noqa: E402
-from engine.runtime.sequence import Sequence  # noqa: E402
+from scripts.bench_cpu_decode_step import one_sequence  # noqa: E402
 
 
 class CompiledStep(CpuDecode):
@@ -98,16 +96,9 @@ def main(argv=None) -> int:
     ap.add_argument("--steps", type=int, default=15)
     ap.add_argument("--json")
     args = ap.parse_args(argv)
-    llm = LLM(args.model, dtype="float32", kv_dtype="float32", device="cpu", max_concurrency=1,
-              kv_capacity_tokens=args.context + 64, max_model_len=args.context + 32)
+    llm, seq = one_sequence(args.model, args.context)
     runner = llm.runner
     flat = runner.cpu_decode
-    if flat is None:
-        sys.exit("the flat loop does not run here (not the CPU reference ops over float caches)")
-    seq = Sequence(list(range(args.context)), SamplingParams(max_new_tokens=8, ignore_eos=True), None, 1)
-    if not llm.scheduler._reserve(seq):
-        sys.exit("KV pool too small")
-    seq.kv_len = args.context - 1
     paths = {"flat loop": flat, "whole step": CompiledStep(llm.model, per_layer=False),
              "per layer": CompiledStep(llm.model, per_layer=True)}
     out = {"context": args.context, "threads": torch.get_num_threads(), "compile_s": {}, "max_abs_logit_diff": {}}

@@ -29,6 +29,22 @@ from engine.runtime.sampling import SamplingParams  # noqa: E402
 from engine.runtime.sequence import Sequence  # noqa: E402
 
 
+def one_sequence(model_dir: str, context: int) -> tuple[LLM, Sequence]:
+    """A float32 CPU engine whose flat loop runs, and one sequence in its pool holding `context`
+    tokens of KV, ready for runner.decode([seq]) (which rewrites its last position each time)."""
+    # Loaded on a thread that ends (the engine's own rule), then stepped by the caller: its
+    # thread is the only one with an OpenMP pool (engine.runtime.cpu_threads).
+    llm = LLM(model_dir, dtype="float32", kv_dtype="float32", device="cpu", max_concurrency=1,
+              kv_capacity_tokens=context + 64, max_model_len=context + 32)
+    if llm.runner.cpu_decode is None:
+        sys.exit("the flat loop does not run here (not the CPU reference ops over float caches)")
+    seq = Sequence(list(range(context)), SamplingParams(max_new_tokens=8, ignore_eos=True), None, 1)
+    if not llm.scheduler._reserve(seq):
+        sys.exit("KV pool too small")
+    seq.kv_len = context - 1
+    return llm, seq
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="scripts/bench_cpu_decode_step.py")
     ap.add_argument("--model", default=".assay/models/smollm2-135m-instruct")
@@ -37,18 +53,9 @@ def main(argv=None) -> int:
     ap.add_argument("--context", type=int, default=200)
     ap.add_argument("--json")
     args = ap.parse_args(argv)
-    # Loaded on a thread that ends (the engine's own rule), then stepped here: this thread is
-    # the only one with an OpenMP pool (engine.runtime.cpu_threads).
-    llm = LLM(args.model, dtype="float32", kv_dtype="float32", device="cpu", max_concurrency=1,
-              kv_capacity_tokens=args.context + 64, max_model_len=args.context + 32)
+    llm, seq = one_sequence(args.model, args.context)
     runner = llm.runner
     flat_loop = runner.cpu_decode
-    if flat_loop is None:
-        sys.exit("the flat loop does not run here (not the CPU reference ops over float caches)")
-    seq = Sequence(list(range(args.context)), SamplingParams(max_new_tokens=8, ignore_eos=True), None, 1)
-    if not llm.scheduler._reserve(seq):
-        sys.exit("KV pool too small")
-    seq.kv_len = args.context - 1
     model = llm.model
     weights = [p.weight for layer in model.layers
                for p in (layer.attn.qkv, layer.attn.o, layer.mlp.gate_up, layer.mlp.down)] + [model.lm_head.weight]
