@@ -1,9 +1,10 @@
 """First-request latency by prompt length on CUDA: a fresh engine serves prompts whose last
 prefill chunk has a length it has not served yet, then the same lengths again. Each request's
 time to first token is printed with what compiled during it: Triton JIT compiles (the engine's
-own kernels, by name and argument specialisation) and Dynamo's compiled graphs. Last, the
-attention kernels one prefill ran (which backend SDPA chose); --no-cudnn-sdp turns torch's cuDNN
-attention backend off first, to compare.
+own kernels, by name and argument specialisation) and Dynamo's compiled graphs; and the segments
+the CUDA caching allocator had to cudaMalloc (a longer prompt's tensors may not fit the cached
+ones). Last, the attention kernels one prefill ran (which backend SDPA chose); --no-cudnn-sdp
+turns torch's cuDNN attention backend off first, to compare.
 
     python3 scripts/probe_first_shapes.py [--layers 4] [--chunk 1024] [--lengths 1024,1041,1041,...] [--no-cudnn-sdp]
 
@@ -61,12 +62,15 @@ def main() -> int:
             compiled.clear()
             graphs = counters["stats"]["unique_graphs"]
             torch.cuda.synchronize()
+            segments = torch.cuda.memory_stats().get("segment.all.allocated", 0)
             t0 = time.perf_counter()
             next(iter(llm.submit(prompt, SamplingParams(max_new_tokens=2, ignore_eos=True)).stream()))
             ms = (time.perf_counter() - t0) * 1e3
             last = n % args.chunk or args.chunk
             print(f"prompt {n:5d} (last chunk {last:4d}): first token {ms:7.1f} ms; Triton compiles "
-                  f"{len(compiled)} {sorted(set(compiled))}; Dynamo graphs +{counters['stats']['unique_graphs'] - graphs}",
+                  f"{len(compiled)} {sorted(set(compiled))}; Dynamo graphs +{counters['stats']['unique_graphs'] - graphs}; "
+                  f"new allocator segments (cudaMalloc) "
+                  f"{torch.cuda.memory_stats().get('segment.all.allocated', 0) - segments}",
                   flush=True)
         # Which attention kernels a prefill runs (SDPA picks its backend per call).
         from torch.profiler import ProfilerActivity, profile
