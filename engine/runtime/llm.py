@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import threading
+from concurrent.futures import Future
 from contextlib import contextmanager
 
 import torch
@@ -81,6 +82,8 @@ class LLM(SessionStore):
         self._thread: threading.Thread | None = None
         self._running = False
         self._fatal: BaseException | None = None
+        if self._warm_chunk is not None:
+            self._start(warm=True)
 
     def _build(self, *, model_dir, dtype, max_model_len, kv_dtype, compile_ops, kv_budget_bytes,
                kv_capacity_tokens, block_size, prefill_chunk, max_concurrency, max_pending,
@@ -113,10 +116,10 @@ class LLM(SessionStore):
                                    prefill_chunk=prefill_chunk, spec=spec, draft_tokens=int(draft_tokens),
                                    eos_token_ids=eos, max_model_len=self.max_model_len)
         # warmup None: on CUDA only, where first passes compile and load kernels (runtime.warmup).
+        # Run by the scheduling thread, started in __init__: torch keeps some of what the first
+        # passes set up per thread (runtime.warmup says what).
         self.warmup: WarmupReport | None = None
-        if warmup or (warmup is None and self.device.type == "cuda"):
-            self.warmup = warm_prefill(self.runner, self.blocks, prefill_chunk, self.max_model_len,
-                                       self.config.vocab_size)
+        self._warm_chunk = prefill_chunk if warmup or (warmup is None and self.device.type == "cuda") else None
 
     @contextmanager
     def paused(self):
@@ -144,11 +147,26 @@ class LLM(SessionStore):
 
     # lifecycle --------------------------------------------------------------------------------
     def start(self) -> "LLM":
+        return self._start(warm=False)
+
+    def _start(self, warm: bool) -> "LLM":
+        """Start the scheduling thread if none runs; with warm, it serves the prefill warm-up first
+        and this returns once that is done, raising what the warm-up raised (the thread stopped)."""
+        done: Future | None = Future() if warm else None
         with self._cond:
             if self._thread is None:
                 self._running = True
-                self._thread = threading.Thread(target=self._loop, name="engine-scheduler", daemon=True)
+                self._thread = threading.Thread(target=self._loop, args=(done,), name="engine-scheduler",
+                                                daemon=True)
                 self._thread.start()
+            elif done is not None:
+                raise EngineError("the warm-up runs first on a new scheduling thread; one already runs")
+        if done is not None:
+            try:
+                done.result()
+            except BaseException:
+                self.stop()
+                raise
         return self
 
     def stop(self, timeout: float = 10.0) -> None:
@@ -167,7 +185,21 @@ class LLM(SessionStore):
     def __exit__(self, *exc):
         self.stop()
 
-    def _loop(self) -> None:
+    def _warm(self, done: Future) -> bool:
+        """The prefill warm-up on this (the scheduling) thread, under the lock, before any request."""
+        with self._cond:
+            try:
+                self.warmup = warm_prefill(self.runner, self.blocks, self._warm_chunk, self.max_model_len,
+                                           self.config.vocab_size)
+            except BaseException as e:  # noqa: BLE001 - handed to the constructing thread
+                done.set_exception(e)
+                return False
+        done.set_result(self.warmup)
+        return True
+
+    def _loop(self, warm: Future | None = None) -> None:
+        if warm is not None and not self._warm(warm):
+            return
         while True:
             with self._cond:
                 while self._running and not self.scheduler.has_work():

@@ -5,17 +5,20 @@ several rows (seconds without its on-disk cache), and a pass of a row count the 
 run takes longer the first time. Serving a few shapes at start moves most of that before the
 first request (`python3 scripts/probe_first_shapes.py`; figures in docs/perf/engine.md).
 
-The passes run on the thread that builds the engine, and requests on the scheduler's. What torch
-keeps per thread is not warmed for them: a chunk from position 0 paid tens of milliseconds once
-per new length even for the shapes warmed here, inferred to be SDPA's cuDNN attention building its
-plan, which torch caches per thread and shape. The prefill attention now takes the lower-right
-causal bias from position 0 too, which calls the flash kernel itself (kernels.reference).
+The passes run on the scheduling thread, before its first request (engine.runtime.llm starts
+that thread for them), because torch keeps part of what a first pass sets up per thread: cuBLAS
+handles, and SDPA's cuDNN attention plans, cached per thread and shape. Warmed on the
+constructing thread, a chunk from position 0 still paid tens of milliseconds once per new length
+on the scheduler's (docs/perf/engine.md); the prefill attention now also takes the lower-right
+causal bias from position 0, which calls the flash kernel itself (kernels.reference). A
+scheduling thread started again after LLM.stop() is not warmed.
 
 The passes write K/V into blocks taken from the empty pool and given back, and the pool's free
 list is then reset to its order at start; a later sequence reads only positions it has written
 itself, so its output does not change (tests/engine/test_warmup.py)."""
 from __future__ import annotations
 
+import threading
 import time
 from dataclasses import dataclass, field
 
@@ -39,6 +42,7 @@ class _Scratch:
 class WarmupReport:
     passes: list[tuple[int, int]] = field(default_factory=list)     # (start position, rows) of each
     seconds: float = 0.0
+    thread: str = ""                                                 # the thread that ran them
 
 
 def plan(chunk: int, max_model_len: int, capacity_tokens: int) -> list[tuple[int, int]]:
@@ -59,7 +63,7 @@ def warm_prefill(runner: ModelRunner, blocks: BlockManager, chunk: int, max_mode
     if blocks.used_blocks:
         raise RuntimeError("the prefill warm-up needs an empty KV pool")
     import torch
-    report = WarmupReport()
+    report = WarmupReport(thread=threading.current_thread().name)
     passes = plan(chunk, max_model_len, blocks.num_blocks * blocks.block_size)
     if not passes:
         return report

@@ -2,7 +2,11 @@
 as it found it and every later output unchanged."""
 from __future__ import annotations
 
+import threading
+
 import pytest
+
+from engine.runtime import llm as llm_module
 
 from engine.runtime.llm import LLM
 from engine.runtime.sampling import SamplingParams
@@ -28,6 +32,9 @@ def test_warmup_leaves_pool_and_outputs_as_they_were(tiny_dir, device):
         st = warm.status()
         assert st["warmup"]["passes"] == [[0, 64], [64, TAIL_ROWS]] and st["warmup"]["seconds"] >= 0
         assert warm.blocks.used_blocks == 0 and list(warm.blocks._free) == list(range(warm.blocks.num_blocks))
+        # The scheduling thread ran the passes, the one that later serves the requests.
+        assert warm.warmup.thread == "engine-scheduler" and warm._thread.name == "engine-scheduler"
+        assert cold._thread is None               # no warm-up: the thread starts with the first request
         prompts = [[5, 9, 11, 3] * 10, list(range(3, 140))]       # one chunk; three chunks over a prefix
         for prompt in prompts:
             greedy = SamplingParams(max_new_tokens=12, ignore_eos=True)
@@ -56,3 +63,14 @@ def test_warmup_refuses_a_pool_in_use(tiny_dir, device):
         assert llm.blocks.used_blocks == len(held) == 2
     finally:
         llm.stop()
+
+
+def test_a_failed_warmup_fails_the_constructor_and_stops_its_thread(tiny_dir, device, monkeypatch):
+    def broken(*args):
+        raise RuntimeError("warm-up pass failed")
+    monkeypatch.setattr(llm_module, "warm_prefill", broken)      # a fault in the pass, injected
+    before = {t.ident for t in threading.enumerate()}
+    with pytest.raises(RuntimeError, match="warm-up pass failed"):
+        _engine(tiny_dir, device, True)
+    left = [t for t in threading.enumerate() if t.ident not in before and t.name == "engine-scheduler"]
+    assert left == []
