@@ -232,21 +232,25 @@ def _heads(cache: torch.Tensor, scale: torch.Tensor | None, blocks: torch.Tensor
 
 def _prefill_cuda(q, k_cache, v_cache, k_scale, v_scale, blocks, start_pos: int, sm_scale: float):
     """paged_prefill_attention_ref on CUDA, in q's dtype through torch's fused attention kernels:
-    flash attention for bf16/fp16, the memory-efficient kernel for float32. A chunk over a cached
-    prefix is causal aligned to its last row (`causal_lower_right`), which those kernels take
-    without a mask tensor, so no chunk x total score matrix is ever held: the float32 math path with
-    a boolean mask it replaces held two, and ran as some ten kernels a layer (docs/perf/engine.md).
-    The kv heads are repeated for their q heads: the lower-right kernels take no GQA layout."""
+    flash attention for bf16/fp16, the memory-efficient kernel for float32. Every chunk is causal
+    aligned to its last row (`causal_lower_right`; from position 0 that is plain causal), which
+    those kernels take without a mask tensor, so no chunk x total score matrix is ever held: the
+    float32 math path with a boolean mask it replaces held two, and ran as some ten kernels a layer
+    (docs/perf/engine.md). The kv heads are repeated for their q heads: the lower-right kernels take
+    no GQA layout.
+
+    The lower-right bias calls those kernels itself. `is_causal=True` instead goes through SDPA's
+    backend choice, which on Hopper with torch's bundled cuDNN prefers cuDNN attention, whose
+    plans torch builds and caches per thread and shape: on the H200 a prompt of a length not seen
+    before paid tens of milliseconds more the first time when it went that way (inferred from
+    `python3 scripts/probe_first_shapes.py`, not traced; docs/perf/engine.md)."""
     chunk, hq, d = q.shape
     hkv = k_cache.shape[2]
     g, total = hq // hkv, start_pos + chunk
     k = _heads(k_cache, k_scale, blocks, total, g, q.dtype)
     v = _heads(v_cache, v_scale, blocks, total, g, q.dtype)
     qh = q.transpose(0, 1)[None]                                            # [1, Hq, chunk, D]
-    if start_pos == 0:
-        out = F.scaled_dot_product_attention(qh, k, v, is_causal=True, scale=sm_scale)
-    else:
-        out = F.scaled_dot_product_attention(qh, k, v, attn_mask=causal_lower_right(chunk, total), scale=sm_scale)
+    out = F.scaled_dot_product_attention(qh, k, v, attn_mask=causal_lower_right(chunk, total), scale=sm_scale)
     return out[0].transpose(0, 1).contiguous()
 
 
