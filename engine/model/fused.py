@@ -13,14 +13,30 @@ import torch
 import torch.nn.functional as F
 
 
+# (width, eps) -> both as float32 0-dim tensors, for the CPU float32 RMSNorm below.
+_F32_SCALARS: dict[tuple[int, float], tuple[torch.Tensor, torch.Tensor]] = {}
+
+
+def _f32_scalars(n: int, eps: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """n and eps as float32 tensors. A Python number in a tensor call is wrapped as a 0-dim
+    int64 or float64 tensor and cast to float32 on each call, two extra tensor calls an RMSNorm;
+    the cast values are the ones cached here, so the results are the same bits."""
+    got = _F32_SCALARS.get((n, eps))
+    if got is None:
+        with torch.inference_mode(False):    # plain tensors: usable in and out of inference mode
+            got = _F32_SCALARS[(n, eps)] = (torch.tensor(float(n)), torch.tensor(eps, dtype=torch.float32))
+    return got
+
+
 def _rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
     if x.dtype == torch.float32 and weight.dtype == torch.float32 and not x.is_cuda:
         # The lines below without their no-op casts, mean() as the sum and division it runs,
         # and in place on its own temporaries: bit-identical in float32
         # (tests/engine/test_fused_ops.py), in fewer tensor calls than F.rms_norm, which runs
         # the same steps on the CPU; each call is costly right after a product.
-        var = (x * x).sum(-1, keepdim=True).div_(x.shape[-1])
-        return x * var.add_(eps).rsqrt_() * weight
+        n_t, eps_t = _f32_scalars(x.shape[-1], eps)
+        var = (x * x).sum(-1, keepdim=True).div_(n_t)
+        return x * var.add_(eps_t).rsqrt_() * weight
     # Normalise in float32, cast back, then scale: transformers' order of operations.
     xf = x.float()
     xf = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps)
