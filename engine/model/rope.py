@@ -32,4 +32,11 @@ def cos_sin_table(cfg: ModelConfig, max_positions: int, device) -> tuple[torch.T
     pos = torch.arange(max_positions, dtype=torch.float32)
     freqs = torch.outer(pos, inv)
     emb = torch.cat((freqs, freqs), dim=-1)
+    # Torch computes a float tensor's cos through MKL's vector math, the OpenMP pool's threads
+    # each on a share. Built as the first such call of a process, this table came out with one
+    # thread's share wrong by up to 1.5e-4 in about 8% of processes on the 2-core development
+    # VM, with sin and every later cos right; a one-element call first, on this thread alone,
+    # removed it (scripts/probe_rope_table.py, docs/perf/reference-model.md). The cause inside
+    # MKL is not known. The table itself is computed as before, so its bits are unchanged.
+    torch.cos(torch.zeros(1))
     return emb.cos().to(device), emb.sin().to(device)
