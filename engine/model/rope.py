@@ -33,10 +33,10 @@ def cos_sin_table(cfg: ModelConfig, max_positions: int, device) -> tuple[torch.T
     freqs = torch.outer(pos, inv)
     emb = torch.cat((freqs, freqs), dim=-1)
     # Torch computes a float tensor's cos through MKL's vector math, the OpenMP pool's threads
-    # each on a share. Built as the first such call of a process, this table came out with one
-    # thread's share wrong by up to 1.5e-4 in about 8% of processes on the 2-core development
-    # VM, with sin and every later cos right; a one-element call first, on this thread alone,
-    # removed it (scripts/probe_rope_table.py, docs/perf/reference-model.md). The cause inside
-    # MKL is not known. The table itself is computed as before, so its bits are unchanged.
+    # each on a share. Built as the first such call of a process, this table came out in some
+    # processes with one thread's share wrong far beyond float32 rounding, while sin and every
+    # later cos were right; a one-element call first, on this thread alone, removed it
+    # (scripts/probe_rope_table.py; figures in docs/perf/reference-model.md). The cause inside
+    # MKL is not known. The table itself is computed as before, so a right table keeps its bits.
     torch.cos(torch.zeros(1))
     return emb.cos().to(device), emb.sin().to(device)
