@@ -110,9 +110,9 @@ def main(argv=None) -> int:
     for side in ("a", "b"):
         print(f"{side}: {names[side]:40s} {med[side]:7.2f} ms a step (rounds {min(ms[side]):.2f}-{max(ms[side]):.2f})")
     ratios = sorted(a / b for a, b in zip(ms["a"], ms["b"]))
-    # Two processes running the same code gave other bits once (1 process of 12; the source is
-    # not found; docs/perf/reference-model.md), so what is reported is how many distinct
-    # first-step logits each side gave and whether the sides gave any in common.
+    # Processes running the same code can give other bits: on main as of 2026-12-05, a few in a
+    # hundred built a wrong RoPE cos table (scripts/probe_rope_table.py). So what is reported is
+    # how many distinct first-step logits each side gave and whether the sides gave any in common.
     distinct = {side: set(v) for side, v in logits.items()}
     same = bool(distinct["a"] & distinct["b"])
     print(f"first-step logits: a gave {len(distinct['a'])} distinct, b {len(distinct['b'])}; "

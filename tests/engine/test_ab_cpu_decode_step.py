@@ -4,22 +4,18 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
+
+from tests.script_module import run_script
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "scripts" / "ab_cpu_decode_step.py"
 
 
-def _run(*args, timeout=600):
-    return subprocess.run([sys.executable, str(SCRIPT), *args], cwd=REPO, capture_output=True, text=True,
-                          timeout=timeout)
-
-
 def test_one_commit_against_itself(tmp_path, llama_dir):
     out = tmp_path / "ab.json"
-    run = _run("--a", "HEAD", "--b", "HEAD", "--model", str(llama_dir), "--rounds", "2", "--steps", "2",
-               "--context", "40", "--json", str(out))
+    run = run_script(SCRIPT, "--a", "HEAD", "--b", "HEAD", "--model", str(llama_dir), "--rounds", "2",
+                     "--steps", "2", "--context", "40", "--json", str(out))
     assert run.returncode == 0, run.stderr
     got = json.loads(out.read_text())
     head = subprocess.run(["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True, text=True).stdout
@@ -36,5 +32,5 @@ def test_bad_input_is_a_usage_error(tmp_path, llama_dir):
                        (["--a", "HEAD", "--b", "HEAD", "--model", str(tmp_path / "none")], "no model directory at"),
                        (["--a", "HEAD", "--b", "HEAD", "--model", str(llama_dir), "--rounds", "0"],
                         "--rounds and --steps must be at least 1")):
-        run = _run(*args, timeout=120)
+        run = run_script(SCRIPT, *args, timeout=120)
         assert run.returncode == 2 and says in run.stderr and "Traceback" not in run.stderr, run.stderr
