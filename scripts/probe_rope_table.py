@@ -8,6 +8,7 @@ machine falls on all of them. Prints, per commit, how many processes built a wro
 table, the worst error seen and how many distinct tables came out.
 
     .venv/bin/python scripts/probe_rope_table.py --revs main next/rope-table-vml [--processes 40]
+    python3 scripts/probe_rope_table.py --model DIR      # this checkout's engine/, no git needed
 """
 from __future__ import annotations
 
@@ -58,7 +59,7 @@ def one(tree: Path, args) -> dict:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="scripts/probe_rope_table.py", description=__doc__.splitlines()[0])
-    ap.add_argument("--revs", nargs="+", required=True, help="git revisions whose engine/ to probe")
+    ap.add_argument("--revs", nargs="+", help="git revisions whose engine/ to probe (default: this checkout's)")
     ap.add_argument("--model", default=str(REPO / ".assay/models/smollm2-135m-instruct"))
     ap.add_argument("--processes", type=int, default=40, help="processes per revision")
     ap.add_argument("--positions", type=int, default=232, help="rows of the table (the model's max_positions)")
@@ -68,13 +69,17 @@ def main(argv=None) -> int:
         ap.error(f"no model directory at {args.model} (run `make model`)")
     if args.processes < 1 or args.positions < 1:
         ap.error("--processes and --positions must be at least 1")
-    shas = {rev: resolve(rev) for rev in args.revs}
-    for rev, sha in shas.items():
-        if sha is None:
-            ap.error(f"--revs: {rev!r} names no commit in this repository")
+    if args.revs:
+        shas = {rev: resolve(rev) for rev in args.revs}
+        for rev, sha in shas.items():
+            if sha is None:
+                ap.error(f"--revs: {rev!r} names no commit in this repository")
+    else:               # the engine/ of this checkout, as it is (a copy without git works too)
+        args.revs, shas = ["this checkout"], {"this checkout": "working tree"}
     runs: dict[str, list[dict]] = {rev: [] for rev in args.revs}
     with tempfile.TemporaryDirectory(prefix="probe-rope-") as tmp:
-        trees = {rev: export(sha, Path(tmp) / str(i)) for i, (rev, sha) in enumerate(shas.items())}
+        trees = {rev: REPO if sha == "working tree" else export(sha, Path(tmp) / str(i))
+                 for i, (rev, sha) in enumerate(shas.items())}
         for i in range(args.processes):
             order = args.revs if i % 2 == 0 else list(reversed(args.revs))
             for rev in order:
@@ -86,7 +91,7 @@ def main(argv=None) -> int:
         rs = runs[rev]
         bad = {name: sum(r["err"][name] > WRONG for r in rs) for name in ("cos", "sin")}
         worst = max(max(r["err"].values()) for r in rs)
-        print(f"{rev} ({shas[rev][:12]}): {len(rs)} processes; wrong cos table {bad['cos']}, wrong sin table "
+        print(f"{rev} ({shas[rev][:12]}): {len(rs)} process{'es' if len(rs) != 1 else ''}; wrong cos table {bad['cos']}, wrong sin table "
               f"{bad['sin']}; worst error {worst:.2e}; {len({r['sha'] for r in rs})} distinct table(s)")
     if args.json:
         Path(args.json).write_text(json.dumps({"revisions": {rev: shas[rev] for rev in args.revs},

@@ -30,3 +30,14 @@ def test_bad_input_is_a_usage_error(tmp_path, llama_dir):
                        (["--revs", "HEAD", "--model", str(llama_dir), "--processes", "0"], "must be at least 1")):
         run = run_script(SCRIPT, *args, timeout=120)
         assert run.returncode == 2 and says in run.stderr and "Traceback" not in run.stderr, run.stderr
+
+
+def test_without_revisions_it_probes_this_checkout(tmp_path, llama_dir):
+    out = tmp_path / "probe.json"
+    run = run_script(SCRIPT, "--model", str(llama_dir), "--processes", "1", "--json", str(out))
+    assert run.returncode == 0, run.stderr
+    got = json.loads(out.read_text())
+    assert got["revisions"] == {"this checkout": "working tree"}
+    (only,) = got["runs"]["this checkout"]
+    assert only["engine"].startswith(str(REPO / "engine")) and max(only["err"].values()) < 1e-3
+    assert "this checkout (working tree): 1 process;" in run.stdout
