@@ -239,18 +239,29 @@ def _prefill_cuda(q, k_cache, v_cache, k_scale, v_scale, blocks, start_pos: int,
     (docs/perf/engine.md). The kv heads are repeated for their q heads: the lower-right kernels take
     no GQA layout.
 
-    The lower-right bias calls those kernels itself. `is_causal=True` instead goes through SDPA's
-    backend choice, which on Hopper with torch's bundled cuDNN prefers cuDNN attention, whose
-    plans torch builds and caches per thread and shape: on the H200 a prompt of a length not seen
-    before paid tens of milliseconds more the first time when it went that way (inferred from
-    `python3 scripts/probe_first_shapes.py`, not traced; docs/perf/engine.md)."""
+    A chunk of fewer rows than keys takes the lower-right bias, which calls those kernels itself.
+    A chunk from position 0 (as many rows as keys) the bias hands to SDPA with `is_causal=True`,
+    whose backend choice on Hopper with torch's bundled cuDNN prefers cuDNN attention; torch
+    builds and caches cuDNN's plans per thread and shape, so each prompt length paid for a new
+    plan the first time (profiled on the H200 with `python3 scripts/probe_first_shapes.py`;
+    docs/perf/engine.md). That call runs with cuDNN attention switched off, leaving flash."""
     chunk, hq, d = q.shape
     hkv = k_cache.shape[2]
     g, total = hq // hkv, start_pos + chunk
     k = _heads(k_cache, k_scale, blocks, total, g, q.dtype)
     v = _heads(v_cache, v_scale, blocks, total, g, q.dtype)
     qh = q.transpose(0, 1)[None]                                            # [1, Hq, chunk, D]
-    out = F.scaled_dot_product_attention(qh, k, v, attn_mask=causal_lower_right(chunk, total), scale=sm_scale)
+    if chunk < total:
+        out = F.scaled_dot_product_attention(qh, k, v, attn_mask=causal_lower_right(chunk, total), scale=sm_scale)
+    else:
+        # The switch is process-wide (torch keeps no per-thread backend choice), so it is set and
+        # restored around this one call; one flag, where sdpa_kernel() saves and sets them all.
+        cudnn_on = torch.backends.cuda.cudnn_sdp_enabled()
+        torch.backends.cuda.enable_cudnn_sdp(False)
+        try:
+            out = F.scaled_dot_product_attention(qh, k, v, is_causal=True, scale=sm_scale)
+        finally:
+            torch.backends.cuda.enable_cudnn_sdp(cudnn_on)
     return out[0].transpose(0, 1).contiguous()
 
 
