@@ -55,6 +55,7 @@ def main() -> int:
     llm = BenchLLM(cfg, model, kv_dtype="bf16", device=dev, kv_capacity_tokens=max_len + 64, max_concurrency=1,
                    max_model_len=max_len, prefill_chunk=args.chunk)
     g = torch.Generator().manual_seed(0)
+    print(f"engine warm-up at start: {llm.status().get('warmup')}", flush=True)
     try:
         for n in lengths:
             prompt = torch.randint(0, cfg.vocab_size, (n,), generator=g).tolist()

@@ -232,21 +232,36 @@ def _heads(cache: torch.Tensor, scale: torch.Tensor | None, blocks: torch.Tensor
 
 def _prefill_cuda(q, k_cache, v_cache, k_scale, v_scale, blocks, start_pos: int, sm_scale: float):
     """paged_prefill_attention_ref on CUDA, in q's dtype through torch's fused attention kernels:
-    flash attention for bf16/fp16, the memory-efficient kernel for float32. A chunk over a cached
-    prefix is causal aligned to its last row (`causal_lower_right`), which those kernels take
-    without a mask tensor, so no chunk x total score matrix is ever held: the float32 math path with
-    a boolean mask it replaces held two, and ran as some ten kernels a layer (docs/perf/engine.md).
-    The kv heads are repeated for their q heads: the lower-right kernels take no GQA layout."""
+    flash attention for bf16/fp16, the memory-efficient kernel for float32. Every chunk is causal
+    aligned to its last row (`causal_lower_right`; from position 0 that is plain causal), which
+    those kernels take without a mask tensor, so no chunk x total score matrix is ever held: the
+    float32 math path with a boolean mask it replaces held two, and ran as some ten kernels a layer
+    (docs/perf/engine.md). The kv heads are repeated for their q heads: the lower-right kernels take
+    no GQA layout.
+
+    A chunk of fewer rows than keys takes the lower-right bias, which calls those kernels itself.
+    A chunk from position 0 (as many rows as keys) the bias hands to SDPA with `is_causal=True`,
+    whose backend choice on Hopper with torch's bundled cuDNN prefers cuDNN attention; torch
+    builds and caches cuDNN's plans per thread and shape, so each prompt length paid for a new
+    plan the first time (profiled on the H200 with `python3 scripts/probe_first_shapes.py`;
+    docs/perf/engine.md). That call runs with cuDNN attention switched off, leaving flash."""
     chunk, hq, d = q.shape
     hkv = k_cache.shape[2]
     g, total = hq // hkv, start_pos + chunk
     k = _heads(k_cache, k_scale, blocks, total, g, q.dtype)
     v = _heads(v_cache, v_scale, blocks, total, g, q.dtype)
     qh = q.transpose(0, 1)[None]                                            # [1, Hq, chunk, D]
-    if start_pos == 0:
-        out = F.scaled_dot_product_attention(qh, k, v, is_causal=True, scale=sm_scale)
-    else:
+    if chunk < total:
         out = F.scaled_dot_product_attention(qh, k, v, attn_mask=causal_lower_right(chunk, total), scale=sm_scale)
+    else:
+        # The switch is process-wide (torch keeps no per-thread backend choice), so it is set and
+        # restored around this one call; one flag, where sdpa_kernel() saves and sets them all.
+        cudnn_on = torch.backends.cuda.cudnn_sdp_enabled()
+        torch.backends.cuda.enable_cudnn_sdp(False)
+        try:
+            out = F.scaled_dot_product_attention(qh, k, v, is_causal=True, scale=sm_scale)
+        finally:
+            torch.backends.cuda.enable_cudnn_sdp(cudnn_on)
     return out[0].transpose(0, 1).contiguous()
 
 

@@ -6,8 +6,26 @@ launch and its own pass over the activations per layer; fusing them shortens the
 (figures in docs/perf/engine.md)."""
 from __future__ import annotations
 
+import threading
+from contextlib import contextmanager
+
 import torch
 import torch.nn.functional as F
+
+
+# (width, eps) -> both as float32 0-dim tensors, for the CPU float32 RMSNorm below.
+_F32_SCALARS: dict[tuple[int, float], tuple[torch.Tensor, torch.Tensor]] = {}
+
+
+def _f32_scalars(n: int, eps: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """n and eps as float32 tensors. A Python number in a tensor call is wrapped as a 0-dim
+    int64 or float64 tensor and cast to float32 on each call, two extra tensor calls an RMSNorm;
+    the cast values are the ones cached here, so the results are the same bits."""
+    got = _F32_SCALARS.get((n, eps))
+    if got is None:
+        with torch.inference_mode(False):    # plain tensors: usable in and out of inference mode
+            got = _F32_SCALARS[(n, eps)] = (torch.tensor(float(n)), torch.tensor(eps, dtype=torch.float32))
+    return got
 
 
 def _rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
@@ -16,8 +34,9 @@ def _rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor
         # and in place on its own temporaries: bit-identical in float32
         # (tests/engine/test_fused_ops.py), in fewer tensor calls than F.rms_norm, which runs
         # the same steps on the CPU; each call is costly right after a product.
-        var = (x * x).sum(-1, keepdim=True).div_(x.shape[-1])
-        return x * var.add_(eps).rsqrt_() * weight
+        n_t, eps_t = _f32_scalars(x.shape[-1], eps)
+        var = (x * x).sum(-1, keepdim=True).div_(n_t)
+        return x * var.add_(eps_t).rsqrt_() * weight
     # Normalise in float32, cast back, then scale: transformers' order of operations.
     xf = x.float()
     xf = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps)
@@ -42,14 +61,41 @@ def _silu_mul(gate_up: torch.Tensor, inter: int) -> torch.Tensor:
     return F.silu(gate_up[..., :inter]) * gate_up[..., inter:]
 
 
+# Prefill passes of fewer rows than this run the eager ops on CUDA too (prefer_eager). Each call
+# of a compiled op runs through some 150 Python calls of Dynamo's, AOTAutograd's and Inductor's
+# wrappers, which a CUDA graph hides in decode but an eager prefill pays, and a short pass is
+# bound by the host; a long one is bound by the GPU, where the fused kernels save time instead
+# (`python3 scripts/bench_prefill_host.py`; figures in docs/perf/engine.md).
+EAGER_PREFILL_ROWS = 1024
+_here = threading.local()     # per thread: the scheduler's prefill must not switch another's decode
+
+
+def prefer_eager(rows: int, decode: bool, on_cuda: bool) -> bool:
+    """Whether a forward pass of `rows` rows should call the eager ops although compiled ones are
+    in use: a prefill pass on CUDA of fewer than EAGER_PREFILL_ROWS rows."""
+    return on_cuda and not decode and _compiled and rows < EAGER_PREFILL_ROWS
+
+
+@contextmanager
+def eager_ops(on: bool):
+    """Within the block, on this thread, CUDA inputs take the eager ops when `on` (prefer_eager)."""
+    before = getattr(_here, "eager", False)
+    _here.eager = on
+    try:
+        yield
+    finally:
+        _here.eager = before
+
+
 def _cuda_only(compiled, eager):
-    """The compiled op for CUDA inputs, the eager one for any other device.
+    """The compiled op for CUDA inputs, the eager one for any other device (and inside
+    eager_ops(True)).
 
     Compiled code is specialised to a device: a process that also runs a model on the CPU (the
     rebinding below is process-wide) would recompile each op for it until Dynamo's recompile
     limit, which under fullgraph=True is a hard error mid-request, not a slow path."""
     def op(x: torch.Tensor, *args):
-        return compiled(x, *args) if x.is_cuda else eager(x, *args)
+        return compiled(x, *args) if x.is_cuda and not getattr(_here, "eager", False) else eager(x, *args)
     op.__name__ = eager.__name__
     return op
 

@@ -32,4 +32,11 @@ def cos_sin_table(cfg: ModelConfig, max_positions: int, device) -> tuple[torch.T
     pos = torch.arange(max_positions, dtype=torch.float32)
     freqs = torch.outer(pos, inv)
     emb = torch.cat((freqs, freqs), dim=-1)
+    # Torch computes a float tensor's cos through MKL's vector math, the OpenMP pool's threads
+    # each on a share. Built as the first such call of a process, this table came out in some
+    # processes with one thread's share wrong far beyond float32 rounding, while sin and every
+    # later cos were right; a one-element call first, on this thread alone, removed it
+    # (scripts/probe_rope_table.py; figures in docs/perf/reference-model.md). The cause inside
+    # MKL is not known. The table itself is computed as before, so a right table keeps its bits.
+    torch.cos(torch.zeros(1))
     return emb.cos().to(device), emb.sin().to(device)

@@ -180,12 +180,15 @@ class Transformer(nn.Module):
         residual = self.embed(input_ids)
         cos_t, sin_t = self._rope_tables(residual.dtype)
         cos, sin = cos_t[positions], sin_t[positions]
-        h = self.layers[0].attn_norm(residual)
-        # Each residual add is fused with the RMSNorm that follows it (the next block's
-        # attn_norm, or the final norm after the last block).
-        nexts = [layer.attn_norm for layer in self.layers[1:]] + [self.norm]
-        for layer, cache, next_norm in zip(self.layers, caches, nexts):
-            h, residual = layer(h, residual, cos, sin, meta, ops, cache, next_norm)
+        # A short prefill pass on CUDA is bound by the host, where the compiled elementwise ops
+        # cost more than the eager ones (fused.EAGER_PREFILL_ROWS says how much).
+        with fused.eager_ops(fused.prefer_eager(input_ids.shape[0], meta.decode, input_ids.is_cuda)):
+            h = self.layers[0].attn_norm(residual)
+            # Each residual add is fused with the RMSNorm that follows it (the next block's
+            # attn_norm, or the final norm after the last block).
+            nexts = [layer.attn_norm for layer in self.layers[1:]] + [self.norm]
+            for layer, cache, next_norm in zip(self.layers, caches, nexts):
+                h, residual = layer(h, residual, cos, sin, meta, ops, cache, next_norm)
         if logit_rows is not None:
             h = h[logit_rows]
         return self.lm_head(h).float()

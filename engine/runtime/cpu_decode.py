@@ -42,6 +42,20 @@ class CpuDecode:
         self.sm_scale = model.layers[0].attn.sm_scale
         nexts = [layer.attn_norm for layer in model.layers[1:]] + [model.norm]
         self.layers = [(layer.attn, layer.mlp, layer.mlp_norm, next_norm) for layer, next_norm in zip(model.layers, nexts)]
+        self._signed_sin: tuple[torch.Tensor, torch.Tensor] | None = None    # (the table it came from, it)
+
+    def _rope_rows(self, dtype, positions) -> tuple[torch.Tensor, torch.Tensor]:
+        """The step's cos rows and sin rows [N, 1, D], sin's first half negated.
+
+        fused.rope computes x * cos + cat(-x2, x1) * sin. With sin's first half negated that is
+        x * cos + x.roll(D / 2) * sin, the same bits ((-a) * b == a * (-b) in IEEE arithmetic;
+        tests/engine/test_cpu_decode.py): one tensor call for the negation, two slices and the
+        concatenation, and the rows broadcast over the heads once a step, not once a layer."""
+        cos_t, sin_t = self.model._rope_tables(dtype)
+        if self._signed_sin is None or self._signed_sin[0] is not sin_t:
+            half = sin_t.shape[-1] // 2
+            self._signed_sin = (sin_t, torch.cat((-sin_t[:, :half], sin_t[:, half:]), dim=-1))
+        return cos_t[positions].unsqueeze(1), self._signed_sin[1][positions].unsqueeze(1)
 
     @staticmethod
     def fits(model: Transformer, ops, caches) -> bool:
@@ -74,8 +88,12 @@ class CpuDecode:
         first = model.layers[0].attn_norm
         eps = model.cfg.rms_norm_eps        # every RMSNorm of the model, q and k norms too
         residual = F.embedding(input_ids, _param(model.embed))
-        cos_t, sin_t = model._rope_tables(residual.dtype)
-        cos, sin = cos_t[positions], sin_t[positions]
+        cos, sin = self._rope_rows(residual.dtype, positions)
+        half = d // 2
+
+        def rope(x):
+            return x * cos + x.roll(half, -1) * sin
+
         h = fused.rms_norm(residual, _param(first), eps)
         for i, (p, cache) in enumerate(zip(params, caches)):
             qkv_m, qkv_w, qkv_b, qn_w, kn_w, o_m, o_w, gu_m, gu_w, down_m, down_w, mlp_norm_w, next_w = p
@@ -83,10 +101,10 @@ class CpuDecode:
             qkv = product(qkv_m, qkv_w, qkv_b, h).view(n, hq + 2 * kvh, d)
             v = qkv[:, hq + kvh:]
             if qn_w is not None:
-                q = fused.rope(fused.rms_norm(qkv[:, :hq], qn_w, eps), cos, sin)
-                k = fused.rope(fused.rms_norm(qkv[:, hq:hq + kvh], kn_w, eps), cos, sin)
+                q = rope(fused.rms_norm(qkv[:, :hq], qn_w, eps))
+                k = rope(fused.rms_norm(qkv[:, hq:hq + kvh], kn_w, eps))
             else:
-                qk = fused.rope(qkv[:, :hq + kvh], cos, sin)
+                qk = rope(qkv[:, :hq + kvh])
                 q, k = qk[:, :hq], qk[:, hq:]
             if kc.dtype != k.dtype:
                 k, v = k.to(kc.dtype), v.to(kc.dtype)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import threading
+from concurrent.futures import Future
 from contextlib import contextmanager
 
 import torch
@@ -25,6 +26,7 @@ from engine.runtime.scheduling_lock import SchedulingLock
 from engine.runtime.sequence import GenerationResult, Sequence
 from engine.runtime.session_store import SessionState, SessionStore
 from engine.runtime.spec_ngram import MAX_DRAFT
+from engine.runtime.warmup import WarmupReport, warm_prefill
 
 __all__ = ["LLM", "SessionState", "default_prefill_chunk", "graph_buckets"]
 
@@ -50,7 +52,7 @@ class LLM(SessionStore):
     def __init__(self, model_dir, *, dtype="auto", kv_dtype="auto", device="auto", kv_budget_bytes=None,
                  kv_capacity_tokens=None, block_size=16, prefill_chunk=None, max_concurrency=8,
                  max_pending=64, pending_timeout_s=30.0, spec="none", draft_tokens=7,
-                 max_model_len=None, cuda_graphs=True, attention="auto", compile_ops=None):
+                 max_model_len=None, cuda_graphs=True, attention="auto", compile_ops=None, warmup=None):
         if spec not in ("none", "ngram"):
             raise ValueError(f"spec must be 'none' or 'ngram', got {spec!r}")
         if attention not in ATTENTION_BACKENDS:
@@ -68,7 +70,7 @@ class LLM(SessionStore):
                      kv_capacity_tokens=kv_capacity_tokens, block_size=block_size,
                      prefill_chunk=prefill_chunk, max_concurrency=max_concurrency, max_pending=max_pending,
                      pending_timeout_s=pending_timeout_s, spec=spec, draft_tokens=draft_tokens,
-                     cuda_graphs=cuda_graphs, attention=attention)
+                     cuda_graphs=cuda_graphs, attention=attention, warmup=warmup)
         # On the CPU the loading's parallel ops run on a thread that ends, so that no OpenMP pool
         # of the caller's thread outlives them beside the scheduling thread's (cpu_threads).
         if self.device.type == "cpu":
@@ -80,10 +82,12 @@ class LLM(SessionStore):
         self._thread: threading.Thread | None = None
         self._running = False
         self._fatal: BaseException | None = None
+        if self._warm_chunk is not None:
+            self._start(warm=True)
 
     def _build(self, *, model_dir, dtype, max_model_len, kv_dtype, compile_ops, kv_budget_bytes,
                kv_capacity_tokens, block_size, prefill_chunk, max_concurrency, max_pending,
-               pending_timeout_s, spec, draft_tokens, cuda_graphs, attention) -> None:
+               pending_timeout_s, spec, draft_tokens, cuda_graphs, attention, warmup) -> None:
         """The model, the KV pool, the runner and the scheduler on self.device."""
         self.config, self.model, self.tokenizer = self._load(model_dir, dtype, max_model_len)
         self.dtype = self.model.embed.weight.dtype
@@ -111,6 +115,11 @@ class LLM(SessionStore):
                                    max_pending=max_pending, pending_timeout_s=float(pending_timeout_s),
                                    prefill_chunk=prefill_chunk, spec=spec, draft_tokens=int(draft_tokens),
                                    eos_token_ids=eos, max_model_len=self.max_model_len)
+        # warmup None: on CUDA only, where first passes compile and load kernels (runtime.warmup).
+        # Run by the scheduling thread, started in __init__: torch keeps some of what the first
+        # passes set up per thread (runtime.warmup says what).
+        self.warmup: WarmupReport | None = None
+        self._warm_chunk = prefill_chunk if warmup or (warmup is None and self.device.type == "cuda") else None
 
     @contextmanager
     def paused(self):
@@ -138,11 +147,26 @@ class LLM(SessionStore):
 
     # lifecycle --------------------------------------------------------------------------------
     def start(self) -> "LLM":
+        return self._start(warm=False)
+
+    def _start(self, warm: bool) -> "LLM":
+        """Start the scheduling thread if none runs; with warm, it serves the prefill warm-up first
+        and this returns once that is done, raising what the warm-up raised (the thread stopped)."""
+        done: Future | None = Future() if warm else None
         with self._cond:
             if self._thread is None:
                 self._running = True
-                self._thread = threading.Thread(target=self._loop, name="engine-scheduler", daemon=True)
+                self._thread = threading.Thread(target=self._loop, args=(done,), name="engine-scheduler",
+                                                daemon=True)
                 self._thread.start()
+            elif done is not None:
+                raise EngineError("the warm-up runs first on a new scheduling thread; one already runs")
+        if done is not None:
+            try:
+                done.result()
+            except BaseException:
+                self.stop()
+                raise
         return self
 
     def stop(self, timeout: float = 10.0) -> None:
@@ -161,7 +185,21 @@ class LLM(SessionStore):
     def __exit__(self, *exc):
         self.stop()
 
-    def _loop(self) -> None:
+    def _warm(self, done: Future) -> bool:
+        """The prefill warm-up on this (the scheduling) thread, under the lock, before any request."""
+        with self._cond:
+            try:
+                self.warmup = warm_prefill(self.runner, self.blocks, self._warm_chunk, self.max_model_len,
+                                           self.config.vocab_size)
+            except BaseException as e:  # noqa: BLE001 - handed to the constructing thread
+                done.set_exception(e)
+                return False
+        done.set_result(self.warmup)
+        return True
+
+    def _loop(self, warm: Future | None = None) -> None:
+        if warm is not None and not self._warm(warm):
+            return
         while True:
             with self._cond:
                 while self._running and not self.scheduler.has_work():
@@ -222,5 +260,7 @@ class LLM(SessionStore):
                  cuda_graphs=self.runner.graphs is not None, compiled_ops=self.compiled_ops,
                  cuda_graph_error=self.runner.graph_error,
                  persistent_decode=graphs is not None and graphs.persistent is not None,
-                 persistent_decode_off=None if graphs is None else graphs.persistent_off)
+                 persistent_decode_off=None if graphs is None else graphs.persistent_off,
+                 warmup=None if self.warmup is None else {"passes": [list(p) for p in self.warmup.passes],
+                                                          "seconds": round(self.warmup.seconds, 3)})
         return s

@@ -62,6 +62,7 @@ def engine_status(st) -> dict:
                       "pending": sched.get("pending", raw.get("pending", 0)),
                       "inflight_http": inflight},
         "cache": {**pool_usage(raw), "sessions": len(st.llm.sessions())},
+        "warmup": raw.get("warmup"),
         "decode": {k: raw.get(k) for k in ("cuda_graphs", "cuda_graph_error", "persistent_decode",
                                            "persistent_decode_off")},
         "speculative": {"backend": st.profile["speculative"]["backend"],

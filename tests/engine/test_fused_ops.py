@@ -71,3 +71,63 @@ def test_compiled_ops_take_every_dtype_and_rank_in_one_process():
             torch.testing.assert_close(summed, want_sum, rtol=0, atol=0)
             torch.testing.assert_close(fused.silu_mul(x, 32), fused._EAGER["silu_mul"](x, 32), **tol)
     assert torch._dynamo.config.recompile_limit >= fused.RECOMPILE_LIMIT
+
+
+class _OnCuda:
+    """Stands for a CUDA tensor where the routing alone is under test (no GPU on the CI machine)."""
+    is_cuda = True
+
+
+def test_eager_ops_route_cuda_inputs_on_this_thread_only():
+    """Inside eager_ops(True) a CUDA input takes the eager op; outside, and on any other thread
+    meanwhile, the compiled one; the setting nests and is restored on the way out of an error."""
+    import threading
+
+    op = fused._cuda_only(lambda x, *a: "compiled", lambda x, *a: "eager")
+    assert op(_OnCuda()) == "compiled"
+    seen = []
+    with fused.eager_ops(True):
+        assert op(_OnCuda()) == "eager"
+        t = threading.Thread(target=lambda: seen.append(op(_OnCuda())))
+        t.start()
+        t.join()
+        with fused.eager_ops(False):
+            assert op(_OnCuda()) == "compiled"
+        assert op(_OnCuda()) == "eager"
+    assert seen == ["compiled"] and op(_OnCuda()) == "compiled"
+    with pytest.raises(RuntimeError, match="boom"):
+        with fused.eager_ops(True):
+            raise RuntimeError("boom")
+    assert op(_OnCuda()) == "compiled"
+
+
+def test_prefer_eager_only_for_short_prefill_passes_on_cuda(monkeypatch):
+    monkeypatch.setattr(fused, "_compiled", True)
+    short, long_ = fused.EAGER_PREFILL_ROWS - 1, fused.EAGER_PREFILL_ROWS
+    assert fused.prefer_eager(1, decode=False, on_cuda=True)
+    assert fused.prefer_eager(short, decode=False, on_cuda=True)
+    assert not fused.prefer_eager(long_, decode=False, on_cuda=True)      # GPU-bound: the fused kernels
+    assert not fused.prefer_eager(8, decode=True, on_cuda=True)           # decode: CUDA graphs hide the wrappers
+    assert not fused.prefer_eager(8, decode=False, on_cuda=False)
+    monkeypatch.setattr(fused, "_compiled", False)
+    assert not fused.prefer_eager(8, decode=False, on_cuda=True)          # nothing compiled to avoid
+
+
+def test_transformer_asks_per_pass(tiny_dir, monkeypatch):
+    """The model's forward decides once a pass, from its row count and whether it decodes."""
+    from engine.runtime.llm import LLM
+    from engine.runtime.sampling import SamplingParams
+
+    asked = []
+    real = fused.prefer_eager
+    monkeypatch.setattr(fused, "prefer_eager", lambda rows, decode, on_cuda: asked.append((rows, decode, on_cuda))
+                        or real(rows, decode, on_cuda))
+    llm = LLM(str(tiny_dir), device="cpu", max_model_len=128, kv_capacity_tokens=256, prefill_chunk=16,
+              max_concurrency=1, cuda_graphs=False)
+    llm.runner.cpu_decode = None           # decode through the model's forward, not the CPU's flat loop
+    try:
+        llm.generate(list(range(3, 23)), SamplingParams(max_new_tokens=2, ignore_eos=True))
+    finally:
+        llm.stop()
+    assert asked[:2] == [(16, False, False), (4, False, False)]      # two prefill chunks
+    assert (1, True, False) in asked[2:]                              # then a decode step

@@ -166,6 +166,7 @@ def test_status_and_metrics(server, client):
     # On the CPU: no decode graphs, so no persistent step and no reason asked of one.
     assert st["decode"] == {"cuda_graphs": False, "cuda_graph_error": None, "persistent_decode": False,
                             "persistent_decode_off": None}
+    assert st["warmup"] is None          # the prefill warm-up at start runs on CUDA only by default
     start = [r for r in server.log() if r["event"] == "server_start"][0]
     assert start["admission"] == adm and start["identity"] == ident
 
