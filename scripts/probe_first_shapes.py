@@ -28,11 +28,37 @@ from engine.model.weights import build_model  # noqa: E402
 from engine.runtime.sampling import SamplingParams  # noqa: E402
 
 
+def profile_new_length(llm, cfg, n: int, g) -> None:
+    """Host time per op, summed over the first request of a new length and over its repeat
+    (CPU and CUDA activities, all threads); the ops whose totals differ most are what the first
+    time pays for."""
+    from torch.profiler import ProfilerActivity, profile
+    prompt = torch.randint(0, cfg.vocab_size, (n,), generator=g).tolist()
+    runs = []
+    for label in ("first", "again"):
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+            next(iter(llm.submit(prompt, SamplingParams(max_new_tokens=2, ignore_eos=True)).stream()))
+            torch.cuda.synchronize()
+        ms = (time.perf_counter() - t0) * 1e3
+        runs.append({e.key: (e.self_cpu_time_total / 1e3, e.count) for e in prof.key_averages()})
+        print(f"profiled prompt {n} ({label}): {ms:.1f} ms under the profiler", flush=True)
+    first, again = runs
+    diff = sorted(((first[k][0] - again.get(k, (0.0, 0))[0], k) for k in first), reverse=True)[:15]
+    for d, k in diff:
+        print(f"  {k[:70]:70} first {first[k][0]:8.2f} ms x{first[k][1]:<5} again "
+              f"{again.get(k, (0.0, 0))[0]:8.2f} ms   +{d:.2f}", flush=True)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--layers", type=int, default=4)
     ap.add_argument("--chunk", type=int, default=1024)
     ap.add_argument("--lengths", default="1024,1041,1041,1050,1100,1041,1300,1300,64,70,70")
+    ap.add_argument("--profile", type=int, default=0, metavar="N",
+                    help="last, profile a prompt of N tokens (a new length) and then the same again, and "
+                         "print the ops whose host time differs most between the two")
     ap.add_argument("--no-cudnn-sdp", action="store_true",
                     help="turn torch's cuDNN attention backend off, process-wide, before anything runs")
     args = ap.parse_args()
@@ -81,6 +107,8 @@ def main() -> int:
         names = {e.key for e in prof.key_averages()
                  if any(w in e.key.lower() for w in ("attn", "fmha", "flash", "cudnn", "sdpa"))}
         print(f"attention kernels of a {lengths[0]}-token prefill: {sorted(n[:90] for n in names)}", flush=True)
+        if args.profile:
+            profile_new_length(llm, cfg, args.profile, g)
     finally:
         llm.stop()
     return 0

@@ -9,9 +9,9 @@ The passes run on the scheduling thread, before its first request (engine.runtim
 that thread for them), because torch keeps part of what a first pass sets up per thread: cuBLAS
 handles, and SDPA's cuDNN attention plans, cached per thread and shape. Warmed on the
 constructing thread, a chunk from position 0 still paid tens of milliseconds once per new length
-on the scheduler's (docs/perf/engine.md); the prefill attention now also takes the lower-right
-causal bias from position 0, which calls the flash kernel itself (kernels.reference). A
-scheduling thread started again after LLM.stop() is not warmed.
+on the scheduler's (docs/perf/engine.md); the prefill attention now also keeps cuDNN attention
+out of every chunk (kernels.reference). A scheduling thread started again after LLM.stop() is
+not warmed.
 
 The passes write K/V into blocks taken from the empty pool and given back, and the pool's free
 list is then reset to its order at start; a later sequence reads only positions it has written
