@@ -7,6 +7,7 @@ ones). Last, the attention kernels one prefill ran (which backend SDPA chose); -
 turns torch's cuDNN attention backend off first, to compare.
 
     python3 scripts/probe_first_shapes.py [--layers 4] [--chunk 1024] [--lengths 1024,1041,1041,...] [--no-cudnn-sdp]
+        [--profile N]
 
 The 8B config's shapes with fewer layers (compiles do not depend on the layer count). Needs CUDA.
 """
@@ -29,9 +30,11 @@ from engine.runtime.sampling import SamplingParams  # noqa: E402
 
 
 def profile_new_length(llm, cfg, n: int, g) -> None:
-    """Host time per op, summed over the first request of a new length and over its repeat
-    (CPU and CUDA activities, all threads); the ops whose totals differ most are what the first
-    time pays for."""
+    """Host time per profiler event, summed over the first request of a new length and over its
+    repeat; the events whose totals differ most are what the first time pays for. torch's
+    profiler records aten operators on the calling thread only, and the scheduler's thread serves
+    the request, so this names CUDA runtime calls (cuBLAS's own first-call cost shows apart in
+    scripts/probe_gemm_first_shapes.py)."""
     from torch.profiler import ProfilerActivity, profile
     prompt = torch.randint(0, cfg.vocab_size, (n,), generator=g).tolist()
     runs = []
