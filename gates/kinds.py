@@ -29,6 +29,7 @@ BASE_SETTINGS: dict[str, Any] = {
     "bench_prompt_tokens": 128,
     "bench_completion_tokens": 32,
     "bench_runs": 3,
+    "bench_repeats": 3,              # streams of each size a run; the fastest of each is used (gates/probes/bench.py)
     "pressure_tokens": 8,
     "pressure_busy_tokens": 32,      # the request that holds a session busy while a second one is refused
     "protocol_tokens": 12,

@@ -41,7 +41,8 @@ def run(rt) -> dict:
     if speed and rt.engine is not None:
         rt.stop(rt.engine)
     out = rt.probe("bench", rt.bench_http({"prompt_tokens": s("bench_prompt_tokens"),
-                                           "completion_tokens": s("bench_completion_tokens"), "runs": s("bench_runs")}))
+                                           "completion_tokens": s("bench_completion_tokens"), "runs": s("bench_runs"),
+                                           "repeats": s("bench_repeats")}))
     out.update({"concurrency": 1, "prompt_tokens_target": s("bench_prompt_tokens"),
                 "completion_tokens_target": s("bench_completion_tokens"), "power": _power(rt),
                 "model": rt.shared.get("bench_model") if speed else "lane"})

@@ -38,8 +38,11 @@ def test_cpu_smoke_chain_passes_with_a_receipt_per_phase(tmp_path, engine_wheel,
     assert facts["restart"]["restored_cached_tokens"] > 0 and facts["restart"]["tampered_checkpoint_status"] == "corrupt"
     bench = facts["benchmark"]
     assert bench["ok_runs"] == 3 and bench["decode_tok_s_median"] > 0
-    # Decode speed from the two streams of each run: token difference over end-time difference.
+    # Decode speed from each run's fastest long and fastest short stream: token difference over
+    # end-time difference.
     for r in bench["runs"]:
+        assert len(r["streams"]) == len(r["short_streams"]) == 3
+        assert r["total_s"] == min(t for _, t in r["streams"]) and r["short"]["total_s"] == min(t for _, t in r["short_streams"])
         dn = r["completion_tokens"] - r["short"]["completion_tokens"]
         assert dn > 0 and r["decode_tok_s"] == round(dn / (r["total_s"] - r["short"]["total_s"]), 2)
     assert bench["decode"] == {"cuda_graphs": False, "cuda_graph_error": None, "persistent_decode": False,
