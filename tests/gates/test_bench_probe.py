@@ -15,11 +15,17 @@ from tests.script_module import load_script
 
 @pytest.fixture(scope="module")
 def fastest_full():
-    sys.path.insert(0, str(PROBES))   # the probe imports its siblings as a lane host does
+    # The probe imports its siblings (wire, context) by their bare names, as on a lane host; they
+    # leave sys.modules again so no other test meets them under those names.
+    before = set(sys.modules)
+    sys.path.insert(0, str(PROBES))
     try:
         return load_script(PROBES / "bench.py", "bench_probe")._fastest_full
     finally:
         sys.path.remove(str(PROBES))
+        for name in set(sys.modules) - before:
+            if str(getattr(sys.modules[name], "__file__", "")).startswith(str(PROBES)):
+                del sys.modules[name]
 
 
 def stream(tokens, total):
