@@ -3,13 +3,11 @@ faults, beside the machine's cost of a fresh page."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.script_module import load_script
+from tests.script_module import load_script, run_script
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "scripts" / "cpu_prefill_rusage.py"
@@ -25,20 +23,10 @@ def test_fresh_page_probe_faults_once_a_page():
     assert r["seconds"] > 0 and r["us_per_fault"] == pytest.approx(r["seconds"] / r["minor_faults"] * 1e6)
 
 
-@pytest.fixture(scope="module")
-def tiny(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("model") / "tiny"
-    run = subprocess.run([sys.executable, "-m", "engine", "make-tiny-model", str(out)],
-                         capture_output=True, text=True, timeout=120)
-    assert run.returncode == 0, run.stderr
-    return out
-
-
-def test_both_runners_measured_on_the_tiny_model(tiny, tmp_path):
+def test_both_runners_measured_on_the_tiny_model(llama_dir, tmp_path):
     out = tmp_path / "rusage.json"
-    run = subprocess.run([sys.executable, str(SCRIPT), "--model", str(tiny), "--prompt-tokens", "200",
-                          "--rounds", "2", "--json", str(out)], capture_output=True, text=True,
-                         timeout=300, cwd=REPO)
+    run = run_script(SCRIPT, "--model", str(llama_dir), "--prompt-tokens", "200", "--rounds", "2",
+                     "--json", str(out), timeout=300)
     assert run.returncode == 0, run.stderr[-2000:]
     r = json.loads(out.read_text())
     assert r["prompt_tokens"] == 200 and len(r["rounds"]) == 2
@@ -52,7 +40,6 @@ def test_both_runners_measured_on_the_tiny_model(tiny, tmp_path):
 
 
 def test_a_missing_model_is_named(tmp_path):
-    run = subprocess.run([sys.executable, str(SCRIPT), "--model", str(tmp_path / "nowhere")],
-                         capture_output=True, text=True, timeout=120, cwd=REPO)
+    run = run_script(SCRIPT, "--model", str(tmp_path / "nowhere"), timeout=120)
     assert run.returncode == 2
     assert "no model directory at" in run.stderr and "nowhere" in run.stderr and "Traceback" not in run.stderr
