@@ -33,3 +33,8 @@ def test_stage_names_are_the_launched_kernels():
     # must show here, not as a missing stage on the GPU.
     assert set(stages.STAGES) == {triton_decode._decode_split_kernel.__name__,
                                   triton_decode._decode_merge_kernel.__name__}
+
+
+def test_unknown_flush_is_refused():
+    with pytest.raises(ValueError, match="flush 'none': expected one of write, read"):
+        stages.flush_l2("none")
