@@ -34,6 +34,9 @@ KV = {"fp32": ("float32", "float32"), "bf16": ("bfloat16", "bfloat16"), "int8": 
 SM_LIMITS = {80: (65536, 167936, 2048, 32), 86: (65536, 102400, 1536, 16),
              89: (65536, 102400, 1536, 24), 90: (65536, 233472, 2048, 32)}
 _INSTR = re.compile(r"\s*/\*[0-9a-f]{4,}\*/\s+(.*?)\s*;")
+# A buffer the software pipeliner allocates in shared memory for a load it moves ahead (TTGIR):
+# its leading dimension is how many tiles of that load can be in flight at once.
+_PIPELINE_BUFFER = re.compile(r"(%[\w.]+) = ttg\.local_alloc : \(\) -> !ttg\.memdesc<([0-9x]+)x(\w+),[^>]*mutable>")
 _LABEL = re.compile(r"^(\.L_x_\d+):")
 
 
@@ -95,6 +98,14 @@ def main_loop(sass: str) -> list[str]:
     return ops[best[0]:best[1] + 1]
 
 
+def pipeline_buffers(ttgir: str) -> dict[str, str]:
+    """{value name: shape} of the loop's shared-memory pipeline buffers, e.g. {"k": "1x64x128xi8"}."""
+    found = {}
+    for name, dims, elem in _PIPELINE_BUFFER.findall(ttgir):
+        found[re.sub(r"_\d+$", "", name.lstrip("%"))] = f"{dims}x{elem}"
+    return found
+
+
 def programs_per_sm(arch: int, regs: int, threads: int, shared: int) -> dict:
     """Resident programs an SM by each limit (registers allocated per warp in units of 256)."""
     max_regs, max_smem, max_threads, max_progs = SM_LIMITS[arch]
@@ -117,13 +128,14 @@ def report(kv: str, shape: str, config_text: str | None, arch: int) -> dict:
         sass = subprocess.run([_tool("nvdisasm"), "-c", str(cubin)], capture_output=True, text=True,
                               check=True).stdout
     loop = main_loop(sass)
+    buffers = pipeline_buffers(kernel.asm["ttgir"])
     mix = collections.Counter(op.split()[0].split(".")[0] for op in loop)
     threads = 32 * kernel.metadata.num_warps
     shared = kernel.metadata.shared
     return {"kv": kv, "shape": shape, "arch": f"sm_{arch}", "config": config_text or "pinned",
             "num_warps": kernel.metadata.num_warps, "registers": res["reg"], "stack_bytes": res["stack"],
             "shared_bytes": shared, "programs_per_sm": programs_per_sm(arch, res["reg"], threads, shared),
-            "loop_instructions": len(loop), "loop_local_loads": mix.get("LDL", 0),
+            "pipeline_buffers": buffers, "loop_instructions": len(loop), "loop_local_loads": mix.get("LDL", 0),
             "loop_local_stores": mix.get("STL", 0), "loop_mix": dict(mix.most_common())}
 
 
@@ -152,6 +164,8 @@ def main(argv=None) -> int:
           f"{r['registers']} registers a thread, {r['stack_bytes']} bytes of stack, {r['shared_bytes']} bytes shared")
     print(f"programs an SM: {occ['resident']} (registers {occ['registers']}, shared {occ['shared']}, "
           f"threads {occ['threads']}, limit {occ['programs']})")
+    print("pipeline buffers (tiles in flight x tile): " + (", ".join(f"{k} {v}" for k, v in r["pipeline_buffers"].items())
+                                                           or "none"))
     print(f"main loop: {r['loop_instructions']} instructions a warp, {r['loop_local_loads']} local loads, "
           f"{r['loop_local_stores']} local stores")
     print("  " + ", ".join(f"{k} {v}" for k, v in r["loop_mix"].items()))

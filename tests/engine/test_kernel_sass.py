@@ -45,6 +45,8 @@ def test_int8_kernel_report(tmp_path):
     assert mix["IMMA"] > 0 and mix["HMMA"] > 0 and mix["MUFU"] > 0
     assert sum(mix.values()) == r["loop_instructions"] > 100
     assert 24 <= r["registers"] <= 255 and r["shared_bytes"] > 0
+    # The pin's K and V tiles go through shared memory, one 64-token tile of each at a time.
+    assert r["pipeline_buffers"]["k"] == "1x64x128xi8" and r["pipeline_buffers"]["v"].startswith("1x")
     occ = r["programs_per_sm"]
     assert occ["resident"] == min(occ["registers"], occ["shared"], occ["threads"], occ["programs"]) >= 1
 
@@ -81,3 +83,12 @@ def test_bad_config_is_refused_with_its_text():
                          capture_output=True, text=True, timeout=120)
     assert run.returncode == 2
     assert "--config '64,2,x'" in run.stderr and "Traceback" not in run.stderr
+
+
+def test_pipeline_buffers_read_from_ttgir(sass):
+    ttgir = "\n".join([
+        "    %q_hi_64 = ttg.local_alloc %q_hi : (tensor<16x128xi8, #blocked3>) -> !ttg.memdesc<16x128xi8, #shared, #smem> loc(#l)",
+        "    %k_96 = ttg.local_alloc : () -> !ttg.memdesc<2x64x128xi8, #shared, #smem, mutable> loc(#l)",
+        "    %k_s_99 = ttg.local_alloc : () -> !ttg.memdesc<2x64xf32, #shared1, #smem, mutable> loc(#l)"])
+    # The q halves are stored once (not a pipeline buffer); K and its scales are, two tiles deep.
+    assert sass.pipeline_buffers(ttgir) == {"k": "2x64x128xi8", "k_s": "2x64xf32"}
