@@ -1,9 +1,14 @@
 """Launch the engine's decode attention (pinned config) on one of engine.benchmarks.kernels' cases
 a few times, for Nsight Compute to profile from outside:
 
-    ncu --clock-control none --kernel-name regex:_decode_split_kernel --launch-skip 2 \\
-        --launch-count 1 --section WarpStateStats --section SchedulerStats --section Occupancy \\
-        --page details --csv python3 scripts/decode_attention_launches.py --kv int8 --case 32768x8
+    M="gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed"
+    M="$M,smsp__issue_active.avg.pct_of_peak_sustained_active,smsp__warps_active.avg.per_cycle_active"
+    M="$M,smsp__warps_eligible.avg.per_cycle_active"
+    M="$M,regex:smsp__average_warps_issue_stalled_.*_per_issue_active.ratio"
+    ncu --clock-control none --kernel-name regex:_decode_split_kernel --launch-skip 2 --launch-count 1 \\
+        --csv --metrics "$M" python3 scripts/decode_attention_launches.py --kv int8 --case 32768x8
+
+(the stall reasons as cycles stalled per issued instruction; docs/perf/kernels.md has a run).
 
 `--clock-control none` leaves the GPU's clocks as they are (ncu's default holds them at base,
 which slows the kernel against the benchmarks). Skipping the first launches leaves out Triton's
