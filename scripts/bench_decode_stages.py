@@ -1,5 +1,6 @@
 """Decode attention's two kernels apart, side by side with the whole op in one run on one GPU:
-`python scripts/bench_decode_stages.py [--cases 32768x8,32768x1,1024x1] [--json PATH]`.
+`python scripts/bench_decode_stages.py [--cases 32768x8,32768x1,1024x1] [--int8-configs CFG;...]
+[--json PATH]`.
 
 The engine's pinned configs (engine.kernels.triton_decode.DEFAULT_CONFIGS), 8B-class shape, bf16
 and int8 KV, on engine.benchmarks.kernels' cases. For each case: the whole op timed as that
@@ -10,7 +11,9 @@ under torch.profiler, back to back with no flush, which gives each kernel's own 
 splits merged). Stage 1 moves all the KV bytes, so its fraction of the copy says how far the
 kernel that streams the cache is from the bandwidth limit; the op's times say what the merge, the
 launches and the flush's dirty lines add. Fractions are against the copy timed the same way (the
-profiled stages against the read-flush copy). Needs CUDA.
+profiled stages against the read-flush copy). `--int8-configs` adds rows for other int8 launch
+configs (engine.benchmarks.kernels' config strings), timed after the pin's in the same run.
+Needs CUDA.
 """
 from __future__ import annotations
 
@@ -25,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import torch  # noqa: E402
 from torch.profiler import ProfilerActivity, profile  # noqa: E402
 
-from engine.benchmarks.kernels import make_case  # noqa: E402
+from engine.benchmarks.kernels import config_text, make_case, parse_config  # noqa: E402
 from engine.kernels.triton_decode import DEFAULT_CONFIGS, paged_decode_attention_triton  # noqa: E402
 
 STAGES = {"_decode_split_kernel": "stage1", "_decode_merge_kernel": "stage2"}
@@ -139,6 +142,8 @@ def stage_times(sets, cfg, calls: int = 10) -> dict[str, float]:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="scripts/bench_decode_stages.py", description=__doc__.splitlines()[0])
     ap.add_argument("--cases", default="32768x8,32768x1,1024x1", help="CONTEXTxBATCH,... (default %(default)s)")
+    ap.add_argument("--int8-configs", default="",
+                    help="'bn,w,st,split[,e][,n][,cN];...': int8 configs timed after the pin's")
     ap.add_argument("--json", help="write every figure to this file")
     args = ap.parse_args(argv)
     try:
@@ -146,6 +151,13 @@ def main(argv=None) -> int:
     except ValueError as e:
         print(f"bench_decode_stages: --cases: {e}", file=sys.stderr)
         return 2
+    extra = []
+    for text in filter(None, (t.strip() for t in args.int8_configs.split(";"))):
+        try:
+            extra.append((text, parse_config(text)))
+        except ValueError as e:
+            print(f"bench_decode_stages: --int8-configs: {text!r}: {e}", file=sys.stderr)
+            return 2
     if not torch.cuda.is_available():
         print("bench_decode_stages: needs a CUDA GPU", file=sys.stderr)
         return 2
@@ -156,10 +168,12 @@ def main(argv=None) -> int:
     print(f"{props.name}  torch {torch.__version__}  copy {copy['write']:.0f} GB/s after a write flush, "
           f"{copy['read']:.0f} after a read flush (read + write bytes)")
     print(f"{'kv':5} {'case':>9} {'op us, write flush':>19} {'of copy':>8} {'op us, read flush':>18} {'of copy':>8} "
-          f"{'stage 1 us':>11} {'of copy':>8} {'stage 2 us':>11}")
-    for int8 in (False, True):
-        cfg = DEFAULT_CONFIGS[int8]
-        kv = "int8" if int8 else "bf16"
+          f"{'stage 1 us':>11} {'of copy':>8} {'stage 2 us':>11}  config")
+    runs = [(kv, f"pin {config_text(DEFAULT_CONFIGS[kv == 'int8'])}", DEFAULT_CONFIGS[kv == "int8"])
+            for kv in ("bf16", "int8")]
+    runs += [("int8", text, cfg) for text, cfg in extra]
+    for kv, label, cfg in runs:
+        int8 = kv == "int8"
         for ctx, batch in cases:
             sets, nbytes = make_case(batch, ctx, int8, gen)
             op_us = {flush: time_graph(sets, cfg, flush) * 1e3 for flush in FLUSHES}
@@ -170,14 +184,14 @@ def main(argv=None) -> int:
             def of_copy(us, flush):
                 return nbytes / (us * 1e-6) / 1e9 / copy[flush]
 
-            row = {"kv": kv, "ctx": ctx, "batch": batch, "MB": nbytes / 1e6, "op_us": op_us,
+            row = {"kv": kv, "config": label, "ctx": ctx, "batch": batch, "MB": nbytes / 1e6, "op_us": op_us,
                    "op_of_copy": {flush: of_copy(op_us[flush], flush) for flush in FLUSHES},
                    "stage1_us": st["stage1"], "stage1_of_copy": of_copy(st["stage1"], "read"),
                    "stage2_us": st["stage2"]}
             report["rows"].append(row)
             print(f"{kv:5} {f'{ctx}x{batch}':>9} {op_us['write']:19.1f} {row['op_of_copy']['write']:8.3f} "
                   f"{op_us['read']:18.1f} {row['op_of_copy']['read']:8.3f} {st['stage1']:11.1f} "
-                  f"{row['stage1_of_copy']:8.3f} {st['stage2']:11.1f}", flush=True)
+                  f"{row['stage1_of_copy']:8.3f} {st['stage2']:11.1f}  {label}", flush=True)
     if args.json:
         Path(args.json).write_text(json.dumps(report, indent=1) + "\n")
     return 0

@@ -38,3 +38,9 @@ def test_stage_names_are_the_launched_kernels():
 def test_unknown_flush_is_refused():
     with pytest.raises(ValueError, match="flush 'none': expected one of write, read"):
         stages.flush_l2("none")
+
+
+def test_bad_int8_config_is_named(capsys):
+    assert stages.main(["--cases", "1024x1", "--int8-configs", "64,2,5,384,e;64,2,x"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("bench_decode_stages: --int8-configs:") and "'64,2,x'" in err
