@@ -8,7 +8,7 @@ where a tile's instructions go before device time is spent on timing a change
 (docs/perf/kernels.md, "A register cap, and 32-bit KV offsets").
 
     .venv/bin/python scripts/kernel_sass.py --kv int8 [--shape 8b] [--config 64,2,2,384,e,c64] \\
-        [--arch 90] [--json FILE]
+        [--arch 90] [--page 16] [--json FILE]
 """
 from __future__ import annotations
 
@@ -40,8 +40,8 @@ _PIPELINE_BUFFER = re.compile(r"(%[\w.]+) = ttg\.local_alloc : \(\) -> !ttg\.mem
 _LABEL = re.compile(r"^(\.L_x_\d+):")
 
 
-def capture(kv: str, shape: str, config_text: str | None):
-    """The stage-1 launch the engine would make for this cache dtype, shape and config."""
+def capture(kv: str, shape: str, config_text: str | None, page: int | None = None):
+    """The stage-1 launch the engine would make for this cache dtype, shape, config and block size."""
     import torch
 
     from engine.kernels.aot_registry import PAGE, captured_launches
@@ -53,7 +53,7 @@ def capture(kv: str, shape: str, config_text: str | None):
         from engine.benchmarks.kernels import parse_config
         cfg = parse_config(config_text)
     h, kvh, d = SHAPES[shape]
-    dims = (2, 5, PAGE, kvh, d)
+    dims = (2, 5, page or PAGE, kvh, d)
     k = empty_cache(dims, cache, "cpu", v=False)[1]
     v = empty_cache(dims, cache, "cpu", v=True)[1]
     ks = vs = None
@@ -80,7 +80,9 @@ def resources(cubin: Path) -> dict:
 
 
 def main_loop(sass: str) -> list[str]:
-    """The instructions of the longest loop (a label up to the branch back to it), predicates dropped."""
+    """The instructions of the longest loop (a label up to the branch back to it), predicates dropped.
+    A span holding an EXIT is not a loop: TMA waits retry out of line, past the epilogue, and
+    branch back into the loop's body."""
     labels, ops = {}, []
     for line in sass.splitlines():
         m = _LABEL.match(line)
@@ -93,7 +95,8 @@ def main_loop(sass: str) -> list[str]:
     best = (0, -1)
     for i, op in enumerate(ops):
         target = re.search(r"\((\.L_x_\d+)\)", op) if op.startswith("BRA") else None
-        if target and labels.get(target.group(1), i) < i and i - labels[target.group(1)] > best[1] - best[0]:
+        if target and labels.get(target.group(1), i) < i and i - labels[target.group(1)] > best[1] - best[0] \
+                and not any(o.startswith("EXIT") for o in ops[labels[target.group(1)]:i]):
             best = (labels[target.group(1)], i)
     return ops[best[0]:best[1] + 1]
 
@@ -117,9 +120,9 @@ def programs_per_sm(arch: int, regs: int, threads: int, shared: int) -> dict:
     return by
 
 
-def report(kv: str, shape: str, config_text: str | None, arch: int) -> dict:
+def report(kv: str, shape: str, config_text: str | None, arch: int, page: int | None = None) -> dict:
     from engine.kernels.aot_build import compile_launch
-    launch = capture(kv, shape, config_text)
+    launch = capture(kv, shape, config_text, page)
     kernel, *_ = compile_launch(launch, arch)
     with tempfile.TemporaryDirectory() as tmp:
         cubin = Path(tmp) / "k.cubin"
@@ -145,8 +148,13 @@ def main(argv=None) -> int:
     ap.add_argument("--shape", choices=sorted(SHAPES), default="8b")
     ap.add_argument("--config", help="launch config 'bn,w,st,split[,e][,n][,cN]' (default: the pinned one)")
     ap.add_argument("--arch", type=int, choices=sorted(SM_LIMITS), default=90)
+    ap.add_argument("--page", type=int, help="the cache's block size (default: the engine's, 16)")
     ap.add_argument("--json", help="write the report to this file")
     args = ap.parse_args(argv)
+    # Compiled, never interpreted: the variable goes before anything imports the kernels (parsing
+    # a config does), into a fresh cache: an entry another build left would be read instead.
+    os.environ.pop("TRITON_INTERPRET", None)
+    os.environ.setdefault("TRITON_CACHE_DIR", tempfile.mkdtemp(prefix="kernel-sass-"))
     if args.config:
         from engine.benchmarks.kernels import parse_config
         try:
@@ -154,11 +162,7 @@ def main(argv=None) -> int:
         except ValueError as e:
             print(f"kernel_sass: --config {args.config!r}: {e}", file=sys.stderr)
             return 2
-    # Compiled, never interpreted (the kernels are still unimported here), into a fresh cache:
-    # an entry another build left would be read instead of compiled.
-    os.environ.pop("TRITON_INTERPRET", None)
-    os.environ.setdefault("TRITON_CACHE_DIR", tempfile.mkdtemp(prefix="kernel-sass-"))
-    r = report(args.kv, args.shape, args.config, args.arch)
+    r = report(args.kv, args.shape, args.config, args.arch, args.page)
     occ = r["programs_per_sm"]
     print(f"{r['kv']} {r['shape']} {r['arch']} config {r['config']}: {r['num_warps']} warps, "
           f"{r['registers']} registers a thread, {r['stack_bytes']} bytes of stack, {r['shared_bytes']} bytes shared")

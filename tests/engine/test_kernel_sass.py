@@ -51,6 +51,12 @@ def test_int8_kernel_report(tmp_path):
     assert occ["resident"] == min(occ["registers"], occ["shared"], occ["threads"], occ["programs"]) >= 1
 
 
+def test_page_sets_the_cache_block_size(tmp_path):
+    # V is read a page at a time: one 64-token page a tile at --page 64, four 16-token ones by default.
+    r = _report(tmp_path, "--kv", "int8", "--page", "64")
+    assert r["pipeline_buffers"]["v"] == "1x1x128x64xi8"
+
+
 def test_float32_kernel_has_no_tensor_core_products(tmp_path):
     r = _report(tmp_path, "--kv", "fp32", "--shape", "smollm2-135m")
     assert "HMMA" not in r["loop_mix"] and "IMMA" not in r["loop_mix"]
@@ -76,6 +82,21 @@ def test_main_loop_is_the_longest_backward_branch(sass):
         "        /*0050*/              @!P1 BRA `(.L_x_1) ;",
         "        /*0060*/                   EXIT ;"])
     assert [op.split()[0] for op in sass.main_loop(text)] == ["FFMA", "LDL", "BRA"]
+
+
+def test_a_span_holding_an_exit_is_not_the_loop(sass):
+    # TMA waits retry out of line, past the epilogue, and branch back into the loop's body.
+    text = "\n".join([
+        ".L_x_0:",
+        "        /*0000*/                   FFMA R3, R3, R3, R3 ;",
+        ".L_x_1:",
+        "        /*0010*/                   UTMALDG.2D [UR8], [UR12] ;",
+        "        /*0020*/              @!P1 BRA `(.L_x_0) ;",
+        "        /*0030*/                   EXIT ;",
+        ".L_x_2:",
+        "        /*0040*/                   SYNCS.PHASECHK.TRANS64.TRYWAIT P2, [UR5], R96 ;",
+        "        /*0050*/                   BRA `(.L_x_1) ;"])
+    assert [op.split()[0] for op in sass.main_loop(text)] == ["FFMA", "UTMALDG.2D", "BRA"]
 
 
 def test_bad_config_is_refused_with_its_text():
