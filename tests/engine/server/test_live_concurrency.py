@@ -99,8 +99,8 @@ def _events(server, event):
 
 
 def _profile(tiny_model, pending_timeout_ms):
-    # One slot, one place in the queue; the long request (480 tokens, seconds on this machine)
-    # holds the slot while the others arrive.
+    # One slot, one place in the queue; the long request (480 tokens) holds the slot while the
+    # others arrive.
     return {**base_profile(tiny_model), "max_concurrency": 1, "max_pending_requests": 1,
             "pending_timeout_ms": pending_timeout_ms, "max_context": 512}
 
@@ -133,14 +133,16 @@ def test_a_full_queue_answers_429(tiny_model, tmp_path):
 
 
 def test_a_long_wait_for_a_slot_answers_503(tiny_model, tmp_path):
-    with Server(tmp_path, _profile(tiny_model, 300)) as s:
+    # A short limit: the tiny model makes 480 tokens fast enough on the 2-core VM that a limit of
+    # 300 ms could outlast the rest of the long request, and the waiting one was then served.
+    with Server(tmp_path, _profile(tiny_model, 50)) as s:
         running = _Running(s, _body(0, 480))
         with s.client() as c:
             waited = c.post("/v1/chat/completions", json=_body(1, 8))
         assert running.join() == 200
         assert waited.status_code == 503, waited.text
         assert waited.json()["error"]["code"] == "request_queue_timeout"
-        assert "(limit 0.30s)" in waited.json()["error"]["message"]
+        assert "(limit 0.05s)" in waited.json()["error"]["message"]
         with s.client() as c:
             metrics = c.get("/metrics").text
         assert 'route="/v1/chat/completions",status="503"' in metrics
