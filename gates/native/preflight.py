@@ -1,12 +1,14 @@
 """preflight: host facts, free disk at least the lane's floor, GPU facts and power limits read
-only, the lease held by this window, nothing of this lane already running, and the packages the
-lane needs already installed beside the host's interpreter (gates/lane_deps.py)."""
+only, the GPU the lane names (its `gpu`) on the host, the lease held by this window, nothing of
+this lane already running, and the packages the lane needs already installed beside the host's
+interpreter (gates/lane_deps.py)."""
 
 from __future__ import annotations
 
 import hashlib
 import json
 import posixpath
+import re
 
 from gates import lane_deps
 from gates.phases import PhaseFailed
@@ -14,6 +16,12 @@ from hosts import audit
 
 _DISK = ("import json, os, shutil, sys\np = sys.argv[1]\nwhile not os.path.exists(p):\n    p = os.path.dirname(p) or '/'\n"
          "u = shutil.disk_usage(p)\nprint(json.dumps({'free': u.free, 'total': u.total}))")
+
+
+def gpu_named(wanted: str, name: str) -> bool:
+    """Whether the GPU called `name` by nvidia-smi is the model `wanted` names: a whole word of its
+    name, any case ('h200' is 'NVIDIA H200' and 'NVIDIA H200 NVL', not 'NVIDIA H100 80GB HBM3')."""
+    return wanted.lower() in re.split(r"[^0-9a-z]+", name.lower())
 
 
 def run(rt) -> dict:
@@ -35,6 +43,14 @@ def run(rt) -> dict:
            "lane_ports_listening": len(seen["listening"])}
     if rt.spec.lane_kind.device == "cuda" and not gpus:
         raise PhaseFailed("a gpu lane's host shows no GPU (nvidia-smi)", out)
+    wanted = rt.spec.gpu
+    if wanted:
+        out["gpu_wanted"] = wanted
+        if not any(gpu_named(wanted, g["name"]) for g in gpus):
+            # The wrong host, not the candidate: its figures would stand under another GPU's name.
+            shown = ", ".join(g["name"] for g in gpus) or "none"
+            raise PhaseFailed(f"lane {rt.spec.name} names GPU {wanted!r}, but the host shows: {shown}", out,
+                              status="inconclusive")
     if out["disk_free_mib"] < floor:
         raise PhaseFailed(f"free disk {out['disk_free_mib']} MiB is below the lane's floor {floor} MiB", out)
     if not out["lease_held"]:

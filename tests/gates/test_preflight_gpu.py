@@ -1,0 +1,59 @@
+"""A lane that names its GPU (`gpu = "h200"`) runs only on a host showing that GPU: on another,
+preflight ends the lane inconclusive, naming what the host has, so no figures stand under the
+wrong GPU's name.
+
+No GPU can run here: a stand-in nvidia-smi on PATH answers the query flags the lane reads."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+
+import pytest
+
+from gates.native.preflight import gpu_named
+from gates.qualify import qualify
+from hosts.local import LocalHost
+from tests.gates.conftest import smoke_spec
+
+FAKE_SMI = """#!/bin/sh
+case "$*" in
+  *name,uuid*) echo "{name}, GPU-0000, 570.86.15, 81559 MiB, 700.00 W, 700.00 W";;
+  *index,power.limit*) echo "0, 700.00";;
+  *compute-apps*) ;;
+  *) echo "stand-in nvidia-smi: $*" >&2; exit 9;;
+esac
+"""
+
+
+@pytest.mark.parametrize(("wanted", "name", "named"), [
+    ("h200", "NVIDIA H200", True), ("H200", "NVIDIA H200 NVL", True), ("h200", "NVIDIA H100 80GB HBM3", False),
+    ("h100", "NVIDIA H100 80GB HBM3", True), ("h20", "NVIDIA H200", False), ("a100", "NVIDIA A100-SXM4-80GB", True),
+])
+def test_gpu_named_is_a_whole_word_of_the_name(wanted, name, named):
+    assert gpu_named(wanted, name) is named
+
+
+def _fake_smi(tmp_path, monkeypatch, name):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    smi = bin_dir / "nvidia-smi"
+    smi.write_text(FAKE_SMI.replace("{name}", name))
+    smi.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+
+
+@pytest.mark.parametrize(("shown", "status"), [("NVIDIA H100 80GB HBM3", "inconclusive"), ("NVIDIA H200", "pass")])
+def test_preflight_refuses_a_host_without_the_named_gpu(shown, status, tmp_path, monkeypatch, engine_wheel,
+                                                         candidate, signing_key):
+    _fake_smi(tmp_path, monkeypatch, shown)
+    spec = dataclasses.replace(smoke_spec(tmp_path, phases=["preflight"]), gpu="h200")
+    result = qualify(LocalHost(), spec, candidate, engine_wheel, tmp_path / "out", key=signing_key)
+    preflight = {o.name: o for o in result.phases}["preflight"]
+    assert preflight.status == status
+    assert preflight.facts["gpu_wanted"] == "h200" and [g["name"] for g in preflight.facts["gpus"]] == [shown]
+    if status == "inconclusive":
+        assert result.verdict == "inconclusive"
+        assert preflight.facts["reason"] == f"lane cpu-smoke names GPU 'h200', but the host shows: {shown}"
+    else:
+        assert result.verdict == "pass"
