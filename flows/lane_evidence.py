@@ -37,7 +37,7 @@ def check_dir(cfg: Config, lane: Lane, directory: str | Path) -> Evidence:
     """The sound evidence of LANE in DIRECTORY (its receipts/), or EvidenceRefused."""
     return check_evidence(read_lane_files(directory, lane.name), lane=lane.name, kind=lane.kind,
                           chain=cfg.lane_spec(lane.name).chain, verdict_kinds=VERDICT_KINDS if lane.gates else (),
-                          key=load_public_key(lane.public_key))
+                          key=load_public_key(lane.public_key), gpu=lane.gpu)
 
 
 def folders(cfg: Config, lane: Lane) -> list[Path]:

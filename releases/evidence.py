@@ -23,6 +23,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from releases.atomic import write_atomic
 from releases.canonical import load_json_bytes, sha256_hex
 from releases.errors import ReleaseError
+from releases.gpu_names import gpu_named
 from releases.keys import key_id
 from releases.receipts import open_receipt
 
@@ -104,12 +105,14 @@ def read_lane_files(root: str | Path, lane: str) -> dict[str, bytes]:
 
 
 def check_evidence(files: dict[str, bytes], *, lane: str, kind: str, chain: tuple[str, ...] | list[str],
-                   verdict_kinds: tuple[str, ...] | list[str], key: Ed25519PublicKey) -> Evidence:
+                   verdict_kinds: tuple[str, ...] | list[str], key: Ed25519PublicKey,
+                   gpu: str | None = None) -> Evidence:
     """Check that FILES (read_lane_files) are sound evidence of lane LANE of kind KIND: every
     receipt verifies under KEY (the lane's pinned key); the lane receipt's phases are exactly CHAIN,
     in order, all passed, each with the phase receipt of the sha256 it binds; each of VERDICT_KINDS
-    has a passing receipt; every receipt names this lane and kind and the one wheel; no file is
-    left unbound. Returns the Evidence, or raises EvidenceRefused listing every problem."""
+    has a passing receipt; every receipt names this lane and kind and the one wheel; when the lane
+    names its GPU, its preflight saw that GPU on the host; no file is left unbound. Returns the
+    Evidence, or raises EvidenceRefused listing every problem."""
     problems: list[str] = []
     kid = key_id(key)
     lane_path = lane_file(lane)
@@ -132,6 +135,12 @@ def check_evidence(files: dict[str, bytes], *, lane: str, kind: str, chain: tupl
         if p["status"] != "pass":
             problems.append(f"{lane_path}: phase {p['name']} is {p['status']}, not pass")
     status = {p["name"]: p["status"] for p in record["phases"]}
+    if gpu:
+        seen = [g.get("name", "") for p in record["phases"] if p["name"] == "preflight"
+                for g in p.get("facts", {}).get("gpus", [])]
+        if not any(gpu_named(gpu, name) for name in seen):
+            problems.append(f"{lane_path}: the lane names GPU {gpu!r}, but its preflight saw "
+                            f"{', '.join(seen) or 'no GPU'} on the host")
 
     out = Evidence(lane=lane, kind=kind, wheel=dict(wheel), candidate=dict(candidate), key_id=kid, files=dict(files))
     bound = {lane_path}

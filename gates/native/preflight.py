@@ -8,20 +8,14 @@ from __future__ import annotations
 import hashlib
 import json
 import posixpath
-import re
 
 from gates import lane_deps
 from gates.phases import PhaseFailed
 from hosts import audit
+from releases.gpu_names import gpu_named
 
 _DISK = ("import json, os, shutil, sys\np = sys.argv[1]\nwhile not os.path.exists(p):\n    p = os.path.dirname(p) or '/'\n"
          "u = shutil.disk_usage(p)\nprint(json.dumps({'free': u.free, 'total': u.total}))")
-
-
-def gpu_named(wanted: str, name: str) -> bool:
-    """Whether the GPU called `name` by nvidia-smi is the model `wanted` names: a whole word of its
-    name, any case ('h200' is 'NVIDIA H200' and 'NVIDIA H200 NVL', not 'NVIDIA H100 80GB HBM3')."""
-    return wanted.lower() in re.split(r"[^0-9a-z]+", name.lower())
 
 
 def run(rt) -> dict:

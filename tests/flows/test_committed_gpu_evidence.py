@@ -7,6 +7,7 @@ GPU lane must show. An engine change that alters the wheel fails the binding che
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 
 import pytest
@@ -67,3 +68,12 @@ def test_holds_what_the_gpu_lane_must_show(evidence):
         assert verdict["judged"]["size"] == "full" and verdict["judged"]["incumbent"]["source_commit"]
     assert _predicate(ev, "verdict-determinism")["counts"]["identical"] == 80
     assert _predicate(ev, "verdict-noninferiority")["counts"]["pairs"] == 1120
+
+
+def test_refused_for_a_lane_naming_another_gpu(evidence):
+    cfg, lane, _ev = evidence
+    other = dataclasses.replace(lane, gpu="h100")
+    with pytest.raises(lane_evidence.EvidenceRefused) as refused:
+        lane_evidence.check_dir(cfg, other, lane.evidence)
+    assert refused.value.problems == [
+        "receipts/lane/gpu-h200.dsse.json: the lane names GPU 'h100', but its preflight saw NVIDIA H200 on the host"]

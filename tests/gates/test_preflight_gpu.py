@@ -11,9 +11,9 @@ import os
 
 import pytest
 
-from gates.native.preflight import gpu_named
 from gates.qualify import qualify
 from hosts.local import LocalHost
+from releases.gpu_names import gpu_named
 from tests.gates.conftest import smoke_spec
 
 FAKE_SMI = """#!/bin/sh
