@@ -136,8 +136,7 @@ def check_evidence(files: dict[str, bytes], *, lane: str, kind: str, chain: tupl
             problems.append(f"{lane_path}: phase {p['name']} is {p['status']}, not pass")
     status = {p["name"]: p["status"] for p in record["phases"]}
     if gpu:
-        seen = [g.get("name", "") for p in record["phases"] if p["name"] == "preflight"
-                for g in p.get("facts", {}).get("gpus", [])]
+        seen = preflight_gpu_names(record["phases"])
         if not any(gpu_named(gpu, name) for name in seen):
             problems.append(f"{lane_path}: the lane names GPU {gpu!r}, but its preflight saw "
                             f"{', '.join(seen) or 'no GPU'} on the host")
@@ -221,6 +220,13 @@ def store_evidence(evidence: Evidence, dest: str | Path) -> list[Path]:
         write_atomic(path, data)
         written.append(path)
     return written
+
+
+def preflight_gpu_names(phases: list[dict]) -> list[str]:
+    """The GPU names the lane's preflight recorded; whatever else stands there names none."""
+    gpus = next((p["facts"].get("gpus") for p in phases if p["name"] == "preflight"), None)
+    return [g["name"] for g in gpus if isinstance(g, dict) and isinstance(g.get("name"), str)] \
+        if isinstance(gpus, list) else []
 
 
 def _open(data: bytes, kind: str, where: str, key: Ed25519PublicKey, kid: str, problems: list[str]):
