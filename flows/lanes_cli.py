@@ -46,8 +46,9 @@ def import_(
                                                   "wheel once to learn its digest"),
 ) -> None:
     """Check lane evidence (every signature under the lane's pinned key, the wheel digest, the lane
-    kind's whole chain and the judged verdicts, all passed) and store it where the release run
-    binds it, <state>/evidence/<lane>/<wheel sha256>/. Refused evidence exits 1 with every reason."""
+    kind's whole chain and the judged verdicts, all passed, on the GPU the lane names) and store it
+    where the release run binds it, <state>/evidence/<lane>/<wheel sha256>/. Refused evidence exits
+    1 with every reason."""
     if wheel is not None and wheel_sha256 is not None:
         err.print(Text("lanes import: give --wheel or --wheel-sha256, not both", style="red"))
         raise typer.Exit(exit_codes.USAGE)
