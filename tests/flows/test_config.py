@@ -45,6 +45,9 @@ host = "local"
     (("hosts = [\"local\", \"local\"]", "hosts = [\"local\"]"), "/build/hosts", "too short"),
     (("approvers = [\"a\"]", "approvers = [\"a\"]\ncolour = \"red\""), "/release", "colour"),
     (("kind = \"cpu-smoke\"\nhost", "kind = \"gpu-magic\"\nhost"), "/lanes/0/kind", "gpu-magic"),
+    # the lane's GPU is one word of the name nvidia-smi reports (releases/gpu_names.py)
+    (("kind = \"cpu-smoke\"\nhost", "kind = \"cpu-smoke\"\ngpu = \"H200 NVL\"\nhost"), "/lanes/0/gpu",
+     "does not match"),
     (("approvers = [\"a\"]", "approvers = [\"a\"]\nprivate_markers = \"/srv\""), "/release/private_markers",
      "not of type 'array'"),
 ])
