@@ -35,9 +35,12 @@ def evidence_lane(cfg: Config, name: str) -> Lane:
 
 def check_dir(cfg: Config, lane: Lane, directory: str | Path) -> Evidence:
     """The sound evidence of LANE in DIRECTORY (its receipts/), or EvidenceRefused."""
+    spec = cfg.lane_spec(lane.name)
+    # A cpu kind's `gpu` names only the slot it holds: its preflight checks no GPU, nor does this.
     return check_evidence(read_lane_files(directory, lane.name), lane=lane.name, kind=lane.kind,
-                          chain=cfg.lane_spec(lane.name).chain, verdict_kinds=VERDICT_KINDS if lane.gates else (),
-                          key=load_public_key(lane.public_key), gpu=lane.gpu)
+                          chain=spec.chain, verdict_kinds=VERDICT_KINDS if lane.gates else (),
+                          key=load_public_key(lane.public_key),
+                          gpu=lane.gpu if spec.lane_kind.device == "cuda" else None)
 
 
 def folders(cfg: Config, lane: Lane) -> list[Path]:

@@ -37,7 +37,8 @@ def run(rt) -> dict:
            "lane_ports_listening": len(seen["listening"])}
     if rt.spec.lane_kind.device == "cuda" and not gpus:
         raise PhaseFailed("a gpu lane's host shows no GPU (nvidia-smi)", out)
-    wanted = rt.spec.gpu
+    # On a cpu kind `gpu` only names the GPU slot the window holds; the lane runs on no GPU.
+    wanted = rt.spec.gpu if rt.spec.lane_kind.device == "cuda" else None
     if wanted:
         out["gpu_wanted"] = wanted
         if not any(gpu_named(wanted, g["name"]) for g in gpus):

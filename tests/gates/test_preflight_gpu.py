@@ -1,6 +1,6 @@
-"""A lane that names its GPU (`gpu = "h200"`) runs only on a host showing that GPU: on another,
-preflight ends the lane inconclusive, naming what the host has, so no figures stand under the
-wrong GPU's name.
+"""A lane of the gpu kind that names its GPU (`gpu = "h200"`) runs only on a host showing that
+GPU: on another, preflight ends the lane inconclusive, naming what the host has, so no figures
+stand under the wrong GPU's name. On a cpu kind `gpu` names only the slot it holds.
 
 No GPU can run here: a stand-in nvidia-smi on PATH answers the query flags the lane reads."""
 
@@ -12,6 +12,7 @@ import os
 import pytest
 
 from gates.qualify import qualify
+from gates.spec import LaneSpec
 from hosts.local import LocalHost
 from releases.gpu_names import gpu_named
 from tests.gates.conftest import smoke_spec
@@ -43,17 +44,31 @@ def _fake_smi(tmp_path, monkeypatch, name):
     monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
 
 
+def _gpu_spec(tmp_path, gpu):
+    # The gpu kind's preflight alone (then the restore); its disk floor is the GPU host's 40 GiB.
+    return LaneSpec(name="gpu-h200", kind="gpu", host="local", model=str(tmp_path), gpu=gpu, phases=("preflight",),
+                    lease_path=str(tmp_path / "leases" / "gpu"), settings={"disk_floor_mib": 1})
+
+
 @pytest.mark.parametrize(("shown", "status"), [("NVIDIA H100 80GB HBM3", "inconclusive"), ("NVIDIA H200", "pass")])
 def test_preflight_refuses_a_host_without_the_named_gpu(shown, status, tmp_path, monkeypatch, engine_wheel,
                                                          candidate, signing_key):
     _fake_smi(tmp_path, monkeypatch, shown)
-    spec = dataclasses.replace(smoke_spec(tmp_path, phases=["preflight"]), gpu="h200")
-    result = qualify(LocalHost(), spec, candidate, engine_wheel, tmp_path / "out", key=signing_key)
+    result = qualify(LocalHost(), _gpu_spec(tmp_path, "h200"), candidate, engine_wheel, tmp_path / "out",
+                     key=signing_key)
     preflight = {o.name: o for o in result.phases}["preflight"]
     assert preflight.status == status
     assert preflight.facts["gpu_wanted"] == "h200" and [g["name"] for g in preflight.facts["gpus"]] == [shown]
     if status == "inconclusive":
         assert result.verdict == "inconclusive"
-        assert preflight.facts["reason"] == f"lane cpu-smoke names GPU 'h200', but the host shows: {shown}"
+        assert preflight.facts["reason"] == f"lane gpu-h200 names GPU 'h200', but the host shows: {shown}"
     else:
         assert result.verdict == "pass"
+
+
+def test_a_cpu_lanes_gpu_names_only_its_slot(tmp_path, monkeypatch, engine_wheel, candidate, signing_key):
+    _fake_smi(tmp_path, monkeypatch, "NVIDIA H100 80GB HBM3")
+    spec = dataclasses.replace(smoke_spec(tmp_path, phases=["preflight"]), gpu="testbed")
+    result = qualify(LocalHost(), spec, candidate, engine_wheel, tmp_path / "out", key=signing_key)
+    preflight = {o.name: o for o in result.phases}["preflight"]
+    assert (result.verdict, preflight.status) == ("pass", "pass") and "gpu_wanted" not in preflight.facts
