@@ -7,9 +7,12 @@ Checked by distribution metadata on the host (importlib.metadata), never by impo
 torch alone costs seconds, and preflight reads facts only. Each requirement's own requirements are
 followed too, with their version ranges, where `packaging` (or pip's copy of it) is there to read
 them; without it, only the top-level names are checked. An unmet top-level requirement stops the
-lane; an unmet one further down is reported only: a GPU host's image often declares pins it does
-not keep (what `pip check` lists) and runs well, while a missing one (a fastapi without its
-telemetry package) fails at import, so the report says where to look when an engine then does."""
+lane, and so does one further down that is not installed at all: a package without one it
+requires fails at import (a fastapi without its telemetry package, an openai client without its
+HTTP library), which would end a phase failed and blame the candidate for its host. A version
+further down outside its range is reported only: a GPU host's image often declares pins it does
+not keep (what `pip check` lists) and runs well, so the report says where to look if an engine
+then does not."""
 
 from __future__ import annotations
 
@@ -26,6 +29,7 @@ PROBE_NEEDS: dict[str, tuple[str, ...]] = {
 }
 # Phases that start no engine: a chain of only these needs none of the engine's dependencies.
 NO_ENGINE = frozenset({"preflight", "install", "restore"})
+NOT_INSTALLED = " (not installed)"   # as _CHECK words it
 
 _CHECK = r"""
 import json, re, sys
@@ -98,8 +102,10 @@ def needed(wheel: Path, chain) -> dict[str, list[str]]:
 
 
 def missing_on_host(host, python: str, requirements: dict[str, list[str]]) -> tuple[dict, dict]:
-    """What PYTHON on HOST does not satisfy, by who needs it: (the requirements themselves, their
-    own requirements as "dist -> requirement (why)"); both empty when all are met.
+    """What PYTHON on HOST does not satisfy, by who needs it: (what stops the lane: the
+    requirements themselves, and any of their own requirements not installed at all, as
+    "dist -> requirement (not installed)"; what is only reported: their own requirements installed
+    at a version outside the range, "dist -> requirement (has V)"); both empty when all are met.
 
     PYTHON is asked in the environment the lane's commands get (gates.install.clean_env) and
     without the user's site-packages (-s), as the lane's venv sees it: packages that only
@@ -111,5 +117,6 @@ def missing_on_host(host, python: str, requirements: dict[str, list[str]]) -> tu
         out = host.run([python, "-s", "-c", _CHECK, json.dumps(reqs)], env=clean_env("/"), replace_env=True,
                        timeout=120)
         for line in json.loads(out.check().stdout):
-            (below if " -> " in line else direct).setdefault(who, []).append(line)
+            below_only = " -> " in line and not line.endswith(NOT_INSTALLED)
+            (below if below_only else direct).setdefault(who, []).append(line)
     return direct, below
