@@ -33,6 +33,15 @@ def _prefect(args: list[str], env: dict[str, str], cwd: Path, timeout: float = 3
     return proc.stdout
 
 
+def worker_env() -> dict[str, str]:
+    """What the local worker's environment sets beyond Prefect's own settings.
+
+    `make run` waits on the worker's poll twice (the run, then its resume after approval), and
+    Prefect's default of 10 s a poll was up to 20 s of it. A poll every 2 s, as the e2e tests'
+    workers use, is one small query to the local server; a value set in the environment is kept."""
+    return {"PREFECT_WORKER_QUERY_SECONDS": os.environ.get("PREFECT_WORKER_QUERY_SECONDS", "2")}
+
+
 def _ensure_services(state: Path, root: Path) -> tuple[str, dict[str, str], list[str]]:
     """Server, pool, deployments and worker, each started unless running. When the last worker
     died, the runs it left are retried on the new one (flows/recovery.py); their ids are returned."""
@@ -61,7 +70,8 @@ def _ensure_services(state: Path, root: Path) -> tuple[str, dict[str, str], list
     _prefect(["--no-prompt", "deploy", "--all"], env, root)
     previous, retried = read_pidfile(run_dir, "prefect-worker"), []
     if not running(run_dir, "prefect-worker", on_stale=stale):
-        start_worker(home, run_dir, api_url, POOL, root, logs / "prefect-worker.log", results=state / "results")
+        start_worker(home, run_dir, api_url, POOL, root, logs / "prefect-worker.log", results=state / "results",
+                     env=worker_env())
         console.print(f"Started a process worker on pool {POOL}")
         if previous is not None and previous.worker:
             from prefect.settings import PREFECT_API_URL, temporary_settings

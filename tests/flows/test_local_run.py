@@ -176,3 +176,12 @@ def test_a_real_prefect_server_is_recognised_then_stopped(tmp_path):
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def test_the_local_worker_polls_every_two_seconds_unless_told_otherwise(monkeypatch):
+    from flows.local_run import worker_env
+
+    monkeypatch.delenv("PREFECT_WORKER_QUERY_SECONDS", raising=False)
+    assert worker_env() == {"PREFECT_WORKER_QUERY_SECONDS": "2"}
+    monkeypatch.setenv("PREFECT_WORKER_QUERY_SECONDS", "7")
+    assert worker_env() == {"PREFECT_WORKER_QUERY_SECONDS": "7"}
