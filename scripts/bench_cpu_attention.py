@@ -15,7 +15,12 @@ heads, head dimension 64) over a `--tokens` prompt:
 - blocked-math: query blocks of 1,024 rows, each a batched product over its causal prefix, a
   softmax and a second product: MKL's GEMMs with the score blocks in memory;
 - split-lse: query blocks of 1,024 rows, each the fused kernel twice, over its causal diagonal
-  block and over its prefix without a mask, merged by the two calls' log-sum-exp.
+  block and over its prefix without a mask, merged by the two calls' log-sum-exp;
+- balanced-halves: the fused kernel single-threaded in two Python threads at once, each given
+  half the causal work. The fused kernel hands each of its threads a contiguous run of (head,
+  query block) items, so with an odd head count one thread gets the expensive later rows of the
+  middle head; here that head's first n/sqrt(2) rows (half its causal work) go to one side, and
+  its later rows, merged from an unmasked and a causal call by their log-sum-exp, to the other.
 
 Rounds alternate the variants, so drift on a shared machine falls on all of them alike. Each
 row gives the median time, the rate in GFLOPS (causal FLOPs: 2 x 2 x n^2 / 2 x dim x heads), the
@@ -26,8 +31,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import platform
 import statistics
+import threading
 import time
 
 import torch
@@ -94,14 +101,58 @@ def variants(q, k, v, scale: float, block: int):
                 out[:, :, s:e] = od
                 continue
             op, lp = flash(qv[:, :, s:e], kv[:, :, :s], vv[:, :, :s], 0.0, False, scale=scale)[:2]
-            m = torch.maximum(lp, ld)
-            wp, wd = (lp - m).exp_(), (ld - m).exp_()
-            total = wp + wd
-            out[:, :, s:e] = op * (wp / total)[..., None] + od * (wd / total)[..., None]
+            out[:, :, s:e] = _lse_merge(op, lp, od, ld)
         return out[0]
 
+    def balanced():
+        return balanced_halves(qc, kc, vc, scale)
+
     return {"engine": engine, "sdpa-expanded": expanded, "flex": flexed,
-            "blocked-math": blocked, "split-lse": split_lse}
+            "blocked-math": blocked, "split-lse": split_lse, "balanced-halves": balanced}
+
+
+def _lse_merge(a, la, b, lb):
+    """Two attention results over disjoint key sets, merged by their log-sum-exp."""
+    m = torch.maximum(la, lb)
+    wa, wb = (la - m).exp_(), (lb - m).exp_()
+    total = wa + wb
+    return a * (wa / total)[..., None] + b * (wb / total)[..., None]
+
+
+def balanced_halves(q, k, v, scale: float):
+    """Causal attention of [1, H, n, D] contiguous q, k, v (KV heads repeated) -> [H, n, D], as two
+    single-threaded halves of equal causal work running at once (the module's docstring)."""
+    flash = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu
+    _, h, n, _ = q.shape
+    out = torch.empty_like(q)
+    half, odd = h // 2, h % 2
+    m = round(n / math.sqrt(2))           # rows [0, m) of a head hold half its causal work
+
+    def first():
+        out[:, :half] = flash(q[:, :half], k[:, :half], v[:, :half], 0.0, True, scale=scale)[0]
+        if odd:
+            s = slice(half, half + 1)
+            out[:, s, :m] = flash(q[:, s, :m], k[:, s, :m], v[:, s, :m], 0.0, True, scale=scale)[0]
+
+    def second():
+        rest = slice(half + odd, h)
+        out[:, rest] = flash(q[:, rest], k[:, rest], v[:, rest], 0.0, True, scale=scale)[0]
+        if odd:
+            s = slice(half, half + 1)
+            op, lp = flash(q[:, s, m:], k[:, s, :m], v[:, s, :m], 0.0, False, scale=scale)[:2]
+            od, ld = flash(q[:, s, m:], k[:, s, m:], v[:, s, m:], 0.0, True, scale=scale)[:2]
+            out[:, s, m:] = _lse_merge(op, lp, od, ld)
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)               # each half on one thread; the kernel releases the GIL
+    try:
+        worker = threading.Thread(target=second)
+        worker.start()
+        first()
+        worker.join()
+    finally:
+        torch.set_num_threads(threads)
+    return out[0]
 
 
 def main() -> None:

@@ -37,12 +37,25 @@ def test_every_variant_is_causal_gqa_attention(tmp_path, monkeypatch):
     want = naive(q, k, v, 0.25)
     # blocks of 64 rows: two full ones and a ragged last one, each with its diagonal masked
     fns = load_script(SCRIPT).variants(q, k, v, 0.25, block=64)
-    assert sorted(fns) == ["blocked-math", "engine", "flex", "sdpa-expanded", "split-lse"]
+    assert sorted(fns) == ["balanced-halves", "blocked-math", "engine", "flex", "sdpa-expanded", "split-lse"]
     for name, fn in fns.items():
         got = fn().double()
         assert got.shape == (hq, n, d), name
         err = float((got - want).norm() / want.norm())
         assert err < 1e-5, (name, err)
+
+
+def test_balanced_halves_splits_an_odd_head_count_exactly():
+    """With an odd head count the middle head is split by rows between the two halves."""
+    gen = torch.Generator().manual_seed(5)
+    n, hq, d = 141, 9, 16
+    q, k, v = (torch.randn(1, hq, n, d, generator=gen) for _ in range(3))
+    threads = torch.get_num_threads()
+    got = load_script(SCRIPT).balanced_halves(q, k, v, 0.25).double()
+    assert torch.get_num_threads() == threads                     # restored after the halves ran
+    want = naive(q[0].transpose(0, 1), k[0].transpose(0, 1), v[0].transpose(0, 1), 0.25)
+    assert got.shape == (hq, n, d)
+    assert float((got - want).norm() / want.norm()) < 1e-5
 
 
 def test_a_run_reports_each_variant_against_the_engine(tmp_path):
@@ -55,7 +68,7 @@ def test_a_run_reports_each_variant_against_the_engine(tmp_path):
     r = json.loads(out.read_text())
     assert (r["tokens"], r["heads"], r["kv_heads"], r["head_dim"]) == (128, 9, 3, 64)
     rows = {row["variant"]: row for row in r["rows"]}
-    assert list(rows) == ["engine", "sdpa-expanded", "flex", "blocked-math", "split-lse"]
+    assert list(rows) == ["engine", "sdpa-expanded", "flex", "blocked-math", "split-lse", "balanced-halves"]
     assert rows["engine"]["speedup_vs_engine"] == 1.0 and rows["engine"]["rel_err"] == 0.0
     for row in rows.values():
         assert len(row["times_s"]) == 2 and row["median_s"] > 0 and row["rel_err"] < 1e-5
