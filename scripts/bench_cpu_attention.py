@@ -143,15 +143,27 @@ def balanced_halves(q, k, v, scale: float):
             od, ld = flash(q[:, s, m:], k[:, s, m:], v[:, s, m:], 0.0, True, scale=scale)[:2]
             out[:, s, m:] = _lse_merge(op, lp, od, ld)
 
+    failed: list[BaseException] = []
+
+    def second_caught():
+        try:
+            second()
+        except BaseException as exc:  # re-raised below: a thread's error would otherwise only print
+            failed.append(exc)
+
     threads = torch.get_num_threads()
     torch.set_num_threads(1)               # each half on one thread; the kernel releases the GIL
     try:
-        worker = threading.Thread(target=second)
+        worker = threading.Thread(target=second_caught)
         worker.start()
-        first()
-        worker.join()
+        try:
+            first()
+        finally:
+            worker.join()
     finally:
         torch.set_num_threads(threads)
+    if failed:
+        raise failed[0]
     return out[0]
 
 

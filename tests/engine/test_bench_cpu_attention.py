@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import torch
 
 from tests.script_module import load_script
@@ -56,6 +57,20 @@ def test_balanced_halves_splits_an_odd_head_count_exactly():
     want = naive(q[0].transpose(0, 1), k[0].transpose(0, 1), v[0].transpose(0, 1), 0.25)
     assert got.shape == (hq, n, d)
     assert float((got - want).norm() / want.norm()) < 1e-5
+
+
+def test_balanced_halves_raises_what_fails_in_its_worker_thread(monkeypatch):
+    script = load_script(SCRIPT)
+
+    def broken(*args):
+        raise RuntimeError("merge failed")
+
+    monkeypatch.setattr(script, "_lse_merge", broken)    # only the worker's half merges
+    q = torch.randn(1, 3, 40, 16)
+    threads = torch.get_num_threads()
+    with pytest.raises(RuntimeError, match="merge failed"):
+        script.balanced_halves(q, q, q, 0.25)
+    assert torch.get_num_threads() == threads
 
 
 def test_a_run_reports_each_variant_against_the_engine(tmp_path):
