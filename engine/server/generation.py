@@ -84,6 +84,9 @@ class Generation:
         self.stop = StopStrings(stop) if stop else None
         self._shown: list[str] = []
         self._lp_at = 0                   # output tokens whose logprobs have been taken
+        # output tokens up to the one that completed a stop string: the engine may have made a
+        # few more before its cancel landed, which the client never sees nor pays for
+        self._stop_at: int | None = None
 
     def open(self) -> None:
         """Blocking: claim the session, restore it, submit, wait for the first token."""
@@ -132,6 +135,7 @@ class Generation:
                 self._shown.append(d)
                 yield d
             if self.stop is not None and self.stop.hit:
+                self._stop_at = len(self.detok.ids)
                 self.handle.cancel()
                 return
         tail = self.stop.flush() if self.stop is not None else ""
@@ -183,8 +187,9 @@ class Generation:
         st.metrics.observe_tokens(first - self.arrived, gaps)
         st.metrics.observe_spec(spec)
         reason = "stop" if self.stop is not None and self.stop.hit else res.finish_reason
+        shown = len(ids) if self._stop_at is None else min(self._stop_at, len(ids))
         out = Outcome(text=self.text(), finish_reason=reason,
-                      prompt_tokens=int(res.prompt_tokens), completion_tokens=len(ids),
+                      prompt_tokens=int(res.prompt_tokens), completion_tokens=shown,
                       cached_tokens=int(res.cached_tokens))
         if self._ended:  # aborted: abort() has logged and accounted for it; nobody listens
             return out

@@ -76,8 +76,51 @@ def _drop_unknown(model: type[M], data: dict) -> list[str]:
 
 def _clean(loc: tuple) -> tuple:
     """A pydantic error location without its union-branch tags ("str", "list[TextPart]")."""
-    return tuple(p for p in loc if not (isinstance(p, str) and (
-        "[" in p or "-" in p or p in ("str", "list", "int"))))
+    return tuple(p for p in loc if not _branch(p))
+
+
+def _branch(part) -> bool:
+    """Whether a location part is pydantic's tag for one branch of a union."""
+    return isinstance(part, str) and ("[" in part or "-" in part or part in ("str", "list", "int"))
+
+
+def _kind(tag: str) -> str:
+    """The JSON kind a union branch accepts: its tag without constraints or item types."""
+    return tag.removeprefix("constrained-").split("[", 1)[0]
+
+
+_JSON_KIND = {bool: "bool", int: "int", float: "float", str: "str", list: "list", dict: "dict",
+              type(None): "null"}
+
+
+def _describe(errs: list[dict], start: int = 0) -> tuple[str, str]:
+    """The parameter and message for the first invalid value. Where the value could take
+    several forms (a union), pydantic reports errors for every form; the ones that count are
+    those of the form of the value's own kind (a list's bad item, not "should be a valid
+    string"), and a value of no accepted kind is named by its kind against the forms."""
+    first = errs[0]
+    loc = tuple(first["loc"])
+    at = next((i for i, p in enumerate(loc) if i >= start and _branch(p)), None)
+    if at is None:
+        return _param(_clean(loc)), first["msg"]
+    head = loc[:at]
+    forms: dict[str, list[dict]] = {}
+    for x in errs:
+        if tuple(x["loc"])[:at] == head and len(x["loc"]) > at and _branch(x["loc"][at]):
+            forms.setdefault(x["loc"][at], []).append(x)
+    got = _JSON_KIND.get(type(first.get("input")), type(first.get("input")).__name__)
+    same = [f for f in forms if _kind(f) == got
+            or (_kind(f) not in _JSON_KIND.values() and got == "dict")]
+    if same:
+        # The form the value comes closest to: one whose first item is of the right kind
+        # (a wrong kind there says the list is of another form), then the deepest error.
+        def closeness(f: str) -> tuple:
+            wrong_first = any(x["type"].endswith("_type") and len(x["loc"]) == at + 2
+                              and x["loc"][at + 1] == 0 for x in forms[f])
+            return (not wrong_first, max(len(x["loc"]) for x in forms[f]))
+        return _describe(forms[max(same, key=closeness)], at + 1)
+    names = " or ".join(f.replace("constrained-", "") for f in forms)
+    return _param(_clean(head)), f"expected {names}, got {got}"
 
 
 async def parse_body(request: Request, model: type[M], max_bytes: int) -> M:
@@ -107,13 +150,14 @@ async def parse_body(request: Request, model: type[M], max_bytes: int) -> M:
     except ValidationError as e:
         errs = e.errors()
         # An unknown key is the most useful thing to name, whatever else is wrong.
-        err = next((x for x in errs if x["type"] == "extra_forbidden"), errs[0])
-        param = _param(_clean(err["loc"])) or None
-        if err["type"] == "extra_forbidden":
+        extra = next((x for x in errs if x["type"] == "extra_forbidden"), None)
+        if extra is not None:
+            param = _param(_clean(extra["loc"])) or None
             raise APIError("unknown_parameter", f"Unrecognized request argument supplied: "
                            f"{param}", param) from None
-        raise APIError("invalid_request", f"Invalid value for '{param}': {err['msg']}",
-                       param) from None
+        param, msg = _describe(errs)
+        raise APIError("invalid_request", f"Invalid value for '{param}': {msg}",
+                       param or None) from None
 
 
 def check_model(state: ServerState, name: str) -> None:

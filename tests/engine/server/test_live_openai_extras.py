@@ -67,6 +67,41 @@ def test_completions_stop(client):
     assert same.choices[0].text == full
 
 
+def _stops_by_token(tokens: list[str]) -> dict[str, int]:
+    """Stop strings that first complete at different output tokens, each with that token's
+    count: the last two characters of each token's text, where they occur nowhere earlier
+    (and are whole characters: a token ending inside one shows U+FFFD until the next)."""
+    out: dict[str, int] = {}
+    for k in range(2, len(tokens)):
+        text = "".join(tokens[:k])
+        cand = text[-2:]
+        if cand.strip() and "\ufffd" not in cand and text.find(cand) == len(text) - 2:
+            out[cand] = k
+    return out
+
+
+def test_stop_usage_counts_tokens_up_to_the_stop(client):
+    """The engine may make a few tokens past a stop string before its cancel lands (a step
+    that accepts several speculated tokens, say); the usage counts the output the client got:
+    every token up to the one that completes the stop string, and its logprobs as many."""
+    full = client.completions.create(model="tiny", prompt=PROMPT, max_tokens=32, temperature=0,
+                                     logprobs=1)
+    tokens = full.choices[0].logprobs.tokens
+    assert "".join(tokens) == full.choices[0].text
+    stops = _stops_by_token(tokens)
+    assert len(stops) >= 4, tokens
+    for stop, upto in stops.items():
+        cut = client.completions.create(model="tiny", prompt=PROMPT, max_tokens=32,
+                                        temperature=0, stop=stop, logprobs=1)
+        assert cut.choices[0].finish_reason == "stop"
+        assert (stop, cut.usage.completion_tokens) == (stop, upto)
+        assert cut.choices[0].logprobs.tokens == tokens[:upto]
+        chunks = list(client.completions.create(model="tiny", prompt=PROMPT, max_tokens=32,
+                                                temperature=0, stop=stop, stream=True,
+                                                stream_options={"include_usage": True}))
+        assert (stop, chunks[-1].usage.completion_tokens) == (stop, upto)
+
+
 def test_chat_stop(client):
     msgs = [{"role": "user", "content": "Tell me about the weather on the coast."}]
     full = client.chat.completions.create(model="tiny", messages=msgs, max_tokens=32,
@@ -90,10 +125,35 @@ def test_completions_bad_prompts(server):
     with server.client() as c:
         for prompt, param in [("", "prompt"), ([], "prompt"), ([1, 10**9], "prompt[1]"),
                               ([-1], "prompt[0]"), (["a", "b"], "prompt"), ([[1], [2]], "prompt"),
-                              ([True], "prompt")]:
+                              ([True], "prompt[0]"), ([1, "a"], "prompt[1]"),
+                              ([[1, "x"]], "prompt[0][1]"), (5, "prompt")]:
             r = c.post("/v1/completions", json={"model": "tiny", "prompt": prompt})
             assert r.status_code == 400, (prompt, r.text)
             assert r.json()["error"]["param"] == param, (prompt, r.text)
+
+
+def test_union_errors_describe_the_value_by_its_own_kind(server):
+    """A parameter of several accepted forms: the error is about the form of the value's own
+    kind (a list's bad item), or names the value's kind against the forms accepted."""
+    with server.client() as c:
+        def message(body: dict, route: str = "/v1/completions") -> str:
+            r = c.post(route, json={"model": "tiny", **body})
+            assert r.status_code == 400, r.text
+            return r.json()["error"]["message"]
+        assert message({"prompt": 5}) == ("Invalid value for 'prompt': expected str or "
+                                          "list[int] or list[str] or list[list[int]], got int")
+        assert message({"prompt": ["a", "b"]}) == (
+            "Invalid value for 'prompt': List should have at most 1 item after validation, "
+            "not 2")
+        assert message({"prompt": "x", "stop": ["a", 3]}) == (
+            "Invalid value for 'stop[1]': Input should be a valid string")
+        assert message({"prompt": "x", "stop": {"a": 1}}) == (
+            "Invalid value for 'stop': expected str or list[str], got dict")
+        assert message({"messages": [{"role": "user", "content": None}]},
+                       "/v1/chat/completions") == ("Invalid value for 'messages[0].content': "
+                                                   "expected str or list[TextPart], got null")
+        assert message({"input": [{"role": "user", "content": 3}]}, "/v1/responses") == (
+            "Invalid value for 'input[0].content': expected str or list[InputTextPart], got int")
 
 
 def test_tokenize_detokenize_version(server):
