@@ -88,6 +88,8 @@ def runner(lane: str, wheel: str, incumbent_wheel: str, gates_size: str | None) 
 # Run lane {lane} here, on its host: sh run-lane.sh LANE_KEY.pem EVIDENCE
 # (made by scripts/lane_bundle.py; PYTHON names the interpreter, python3 by default). EVIDENCE/receipts
 # is what goes back: `assay lanes import EVIDENCE --lane {lane} --dry-run --wheel <this bundle's wheel>`.
+# Started detached, it says where it stands in EVIDENCE: run-lane.pid (this script's process) while
+# the lane runs, run-lane.exit (the lane's exit code) once it has ended.
 set -eu
 if [ "$#" -ne 2 ]; then
     echo "usage: sh run-lane.sh LANE_KEY.pem EVIDENCE" >&2
@@ -101,11 +103,17 @@ fi
 key=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 mkdir -p "$2"
 out=$(cd "$2" && pwd)
+rm -f "$out/run-lane.exit"
+echo "$$" > "$out/run-lane.pid"
 cd "$here/source"
-exec "${{PYTHON:-python3}}" -m gates.qualify --lane {q(lane)} --spec "$here/lane.json" \\
+rc=0
+"${{PYTHON:-python3}}" -m gates.qualify --lane {q(lane)} --spec "$here/lane.json" \\
     --candidate "$here/candidate.json" --wheel "$here/"{q(wheel)} \\
     --incumbent-wheel "$here/incumbent/"{q(incumbent_wheel)} --incumbent-identity "$here/incumbent/identity.json" \\
-    --gates-settings "$here/gates.json"{size} --out "$out" --key "$key"
+    --gates-settings "$here/gates.json"{size} --out "$out" --key "$key" || rc=$?
+echo "$rc" > "$out/run-lane.exit"
+rm -f "$out/run-lane.pid"
+exit "$rc"
 """
 
 

@@ -114,11 +114,22 @@ def test_run_lane_runs_the_lane_from_a_copy_and_signs_with_the_key_given(made, t
     key_file.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
                                            serialization.NoEncryption()))
     key_file.chmod(0o600)
-    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "PYTHON": sys.executable, "ASSAY_LANE_FAULT": "preflight"}
-    run = subprocess.run(["sh", str(host / "bundle" / "run-lane.sh"), str(key_file), str(host / "evidence")],
-                         capture_output=True, text=True, env=env, cwd=tmp_path, timeout=900)
+    # the interpreter through a wrapper that notes what run-lane.pid holds while the lane runs
+    wrapper = tmp_path / "python-wrapper"
+    wrapper.write_text(f'#!/bin/sh\ncat "{host}/evidence/run-lane.pid" > "{tmp_path}/pid-seen"\n'
+                       f'exec "{sys.executable}" "$@"\n')
+    wrapper.chmod(0o755)
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "PYTHON": str(wrapper), "ASSAY_LANE_FAULT": "preflight"}
+    proc = subprocess.Popen(["sh", str(host / "bundle" / "run-lane.sh"), str(key_file), str(host / "evidence")],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path)
+    stdout, stderr = proc.communicate(timeout=900)
+    run = subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
+    assert (tmp_path / "pid-seen").read_text() == f"{proc.pid}\n"
     assert run.returncode == exit_codes.FAILED, run.stderr[-3000:]
     assert "Traceback" not in run.stderr
+    # what a detached run leaves to wait on: the exit code, and no pid file once it has ended
+    assert (host / "evidence" / "run-lane.exit").read_text() == f"{exit_codes.FAILED}\n"
+    assert not (host / "evidence" / "run-lane.pid").exists()
     assert f"{LANE}: phase preflight: fail" in run.stderr
     assert "judged gates: not run, the native chain ended fail" in run.stderr
     root = host / "evidence" / "receipts"
