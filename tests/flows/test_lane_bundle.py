@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import shutil
 import subprocess
 import sys
@@ -121,8 +122,14 @@ def test_run_lane_runs_the_lane_from_a_copy_and_signs_with_the_key_given(made, t
     wrapper.chmod(0o755)
     env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "PYTHON": str(wrapper), "ASSAY_LANE_FAULT": "preflight"}
     proc = subprocess.Popen(["sh", str(host / "bundle" / "run-lane.sh"), str(key_file), str(host / "evidence")],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path)
-    stdout, stderr = proc.communicate(timeout=900)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path,
+                            start_new_session=True)
+    try:
+        stdout, stderr = proc.communicate(timeout=900)
+    finally:
+        if proc.poll() is None:   # timed out: stop the script and the lane under it before failing
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
     run = subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
     assert (tmp_path / "pid-seen").read_text() == f"{proc.pid}\n"
     assert run.returncode == exit_codes.FAILED, run.stderr[-3000:]
