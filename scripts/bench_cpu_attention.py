@@ -21,6 +21,13 @@ heads, head dimension 64) over a `--tokens` prompt:
   query block) items, so with an odd head count one thread gets the expensive later rows of the
   middle head; here that head's first n/sqrt(2) rows (half its causal work) go to one side, and
   its later rows, merged from an unmasked and a causal call by their log-sum-exp, to the other.
+- balanced-exact: the same two single-threaded sides, with the fused call's bits. The kernel
+  computes a row alike in any call whose query blocks line up with the whole call's (blocks of
+  256 rows from a prompt of 768 or more, 64 from 192, else 32; keys always in blocks of 512 from
+  key 0), and under an additive mask alike as under `is_causal` (both checked by this script's
+  test). So the middle head's first rows, a whole number of query blocks near n x 0.732 (where
+  the two sides' work meets once the masked call's full rectangle is counted), are one causal
+  call on one side, and its later rows one call under a float mask over every key on the other.
 
 Rounds alternate the variants, so drift on a shared machine falls on all of them alike. Each
 row gives the median time, the rate in GFLOPS (causal FLOPs: 2 x 2 x n^2 / 2 x dim x heads), the
@@ -107,8 +114,14 @@ def variants(q, k, v, scale: float, block: int):
     def balanced():
         return balanced_halves(qc, kc, vc, scale)
 
+    plan = exact_plan(n, hq)               # a prefill would build it once for its 30 layers
+
+    def exact():
+        return balanced_exact(qc, kc, vc, scale, plan)
+
     return {"engine": engine, "sdpa-expanded": expanded, "flex": flexed,
-            "blocked-math": blocked, "split-lse": split_lse, "balanced-halves": balanced}
+            "blocked-math": blocked, "split-lse": split_lse, "balanced-halves": balanced,
+            "balanced-exact": exact}
 
 
 def _lse_merge(a, la, b, lb):
@@ -143,6 +156,58 @@ def balanced_halves(q, k, v, scale: float):
             od, ld = flash(q[:, s, m:], k[:, s, m:], v[:, s, m:], 0.0, True, scale=scale)[:2]
             out[:, s, m:] = _lse_merge(op, lp, od, ld)
 
+    _single_threaded_pair(first, second)
+    return out[0]
+
+
+def q_split(rows: int) -> int:
+    """The query block of torch's fused CPU attention for a call of `rows` query rows."""
+    return 256 if rows >= 768 else 64 if rows >= 192 else 32
+
+
+def exact_plan(n: int, heads: int) -> tuple[int, torch.Tensor | None]:
+    """Where balanced_exact splits the middle head of an n-token prompt, and the float mask of
+    its later rows (None where it stays whole)."""
+    block = q_split(n)
+    m = min(n, round(n * (math.sqrt(3) - 1) / block) * block)
+    if q_split(m) != block or heads % 2 == 0:   # the first rows' own call would block them otherwise
+        return n, None
+    return m, torch.zeros(n - m, n).masked_fill_(
+        torch.arange(n)[None, :] > torch.arange(m, n)[:, None], float("-inf"))
+
+
+def balanced_exact(q, k, v, scale: float, plan: tuple[int, torch.Tensor | None]):
+    """Causal attention of [1, H, n, D] q and k, v (KV heads repeated) -> [H, n, D], as two
+    single-threaded sides of about equal work, bit for bit the fused call's (the module's
+    docstring); `plan` is exact_plan(n, H)."""
+    _, h, n, _ = q.shape
+    out = torch.empty(1, h, n, q.shape[-1], dtype=q.dtype)
+    half, odd = h // 2, h % 2
+    m, later = plan
+    mid = slice(half, half + 1)
+
+    def first():
+        out[:, :half] = F.scaled_dot_product_attention(q[:, :half], k[:, :half], v[:, :half],
+                                                       is_causal=True, scale=scale)
+        if odd:
+            out[:, mid, :m] = F.scaled_dot_product_attention(q[:, mid, :m], k[:, mid, :m], v[:, mid, :m],
+                                                             is_causal=True, scale=scale)
+
+    def second():
+        rest = slice(half + odd, h)
+        out[:, rest] = F.scaled_dot_product_attention(q[:, rest], k[:, rest], v[:, rest],
+                                                      is_causal=True, scale=scale)
+        if later is not None:
+            out[:, mid, m:] = F.scaled_dot_product_attention(q[:, mid, m:], k[:, mid], v[:, mid],
+                                                             attn_mask=later, scale=scale)
+
+    _single_threaded_pair(first, second)
+    return out[0]
+
+
+def _single_threaded_pair(first, second) -> None:
+    """first() here and second() in a worker thread at once, torch on one thread each (the fused
+    kernel releases the GIL); torch's thread count is restored and the worker's error raised."""
     failed: list[BaseException] = []
 
     def second_caught():
@@ -152,7 +217,7 @@ def balanced_halves(q, k, v, scale: float):
             failed.append(exc)
 
     threads = torch.get_num_threads()
-    torch.set_num_threads(1)               # each half on one thread; the kernel releases the GIL
+    torch.set_num_threads(1)
     try:
         worker = threading.Thread(target=second_caught)
         worker.start()
@@ -164,7 +229,6 @@ def balanced_halves(q, k, v, scale: float):
         torch.set_num_threads(threads)
     if failed:
         raise failed[0]
-    return out[0]
 
 
 def main() -> None:

@@ -38,7 +38,8 @@ def test_every_variant_is_causal_gqa_attention(tmp_path, monkeypatch):
     want = naive(q, k, v, 0.25)
     # blocks of 64 rows: two full ones and a ragged last one, each with its diagonal masked
     fns = load_script(SCRIPT).variants(q, k, v, 0.25, block=64)
-    assert sorted(fns) == ["balanced-halves", "blocked-math", "engine", "flex", "sdpa-expanded", "split-lse"]
+    assert sorted(fns) == ["balanced-exact", "balanced-halves", "blocked-math", "engine", "flex",
+                           "sdpa-expanded", "split-lse"]
     for name, fn in fns.items():
         got = fn().double()
         assert got.shape == (hq, n, d), name
@@ -57,6 +58,37 @@ def test_balanced_halves_splits_an_odd_head_count_exactly():
     want = naive(q[0].transpose(0, 1), k[0].transpose(0, 1), v[0].transpose(0, 1), 0.25)
     assert got.shape == (hq, n, d)
     assert float((got - want).norm() / want.norm()) < 1e-5
+
+
+@pytest.mark.parametrize("n, first_rows", [(141, 96), (300, 192), (800, 800), (1100, 768)])
+def test_balanced_exact_gives_the_fused_calls_bits(n, first_rows, monkeypatch):
+    """Every query-block size of torch's kernel (32, 64 and 256 rows); at 800 rows the split
+    would fall at 512, where the first rows' own call takes 64-row blocks, so the middle head
+    stays whole on one side."""
+    script = load_script(SCRIPT)
+    calls = []
+    real = script.F.scaled_dot_product_attention
+
+    def spy(q, *args, **kwargs):
+        calls.append((q.shape[1], q.shape[2], "attn_mask" in kwargs))
+        return real(q, *args, **kwargs)
+
+    monkeypatch.setattr(script.F, "scaled_dot_product_attention", spy)
+    gen = torch.Generator().manual_seed(7)
+    hq, hkv, d = 9, 3, 16
+    q = torch.randn(n, hq, d, generator=gen)
+    k, v = torch.randn(n, hkv, d, generator=gen), torch.randn(n, hkv, d, generator=gen)
+    fns = script.variants(q, k, v, 0.25, block=64)
+    want = fns["engine"]()
+    calls.clear()
+    got = fns["balanced-exact"]()
+    assert torch.equal(got, want)
+    middle = sorted((c for c in calls if c[0] == 1), key=lambda c: c[2])   # causal first
+    if first_rows < n:
+        assert middle == [(1, first_rows, False), (1, n - first_rows, True)]
+    else:
+        assert middle == [(1, n, False)]
+    assert float((got.double() - naive(q, k, v, 0.25)).norm()) < 1e-4 * float(want.norm())
 
 
 def test_balanced_halves_raises_what_fails_in_its_worker_thread(monkeypatch):
@@ -83,7 +115,9 @@ def test_a_run_reports_each_variant_against_the_engine(tmp_path):
     r = json.loads(out.read_text())
     assert (r["tokens"], r["heads"], r["kv_heads"], r["head_dim"]) == (128, 9, 3, 64)
     rows = {row["variant"]: row for row in r["rows"]}
-    assert list(rows) == ["engine", "sdpa-expanded", "flex", "blocked-math", "split-lse", "balanced-halves"]
+    assert list(rows) == ["engine", "sdpa-expanded", "flex", "blocked-math", "split-lse", "balanced-halves",
+                          "balanced-exact"]
+    assert rows["balanced-exact"]["rel_err"] == 0.0
     assert rows["engine"]["speedup_vs_engine"] == 1.0 and rows["engine"]["rel_err"] == 0.0
     for row in rows.values():
         assert len(row["times_s"]) == 2 and row["median_s"] > 0 and row["rel_err"] < 1e-5
