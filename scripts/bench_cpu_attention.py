@@ -170,7 +170,9 @@ def exact_plan(n: int, heads: int) -> tuple[int, torch.Tensor | None]:
     its later rows (None where it stays whole)."""
     block = q_split(n)
     m = min(n, round(n * (math.sqrt(3) - 1) / block) * block)
-    if q_split(m) != block or heads % 2 == 0:   # the first rows' own call would block them otherwise
+    # An even head count needs no split; and where the first rows' own call would cut them into
+    # other query blocks than the whole call's (or there are none), the middle head stays whole.
+    if heads % 2 == 0 or m == 0 or q_split(m) != block:
         return n, None
     return m, torch.zeros(n - m, n).masked_fill_(
         torch.arange(n)[None, :] > torch.arange(m, n)[:, None], float("-inf"))

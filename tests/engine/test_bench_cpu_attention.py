@@ -60,11 +60,11 @@ def test_balanced_halves_splits_an_odd_head_count_exactly():
     assert float((got - want).norm() / want.norm()) < 1e-5
 
 
-@pytest.mark.parametrize("n, first_rows", [(141, 96), (300, 192), (800, 800), (1100, 768)])
+@pytest.mark.parametrize("n, first_rows", [(20, 20), (141, 96), (300, 192), (800, 800), (1100, 768)])
 def test_balanced_exact_gives_the_fused_calls_bits(n, first_rows, monkeypatch):
     """Every query-block size of torch's kernel (32, 64 and 256 rows); at 800 rows the split
-    would fall at 512, where the first rows' own call takes 64-row blocks, so the middle head
-    stays whole on one side."""
+    would fall at 512, where the first rows' own call takes 64-row blocks, and at 20 rows at 0,
+    so the middle head stays whole on one side."""
     script = load_script(SCRIPT)
     calls = []
     real = script.F.scaled_dot_product_attention
